@@ -1,0 +1,137 @@
+import type { FastifyInstance } from 'fastify';
+import { createApiKey, revokeApiKey, updateApiKey, apiKeyView } from '../auth/apiKeys.js';
+import { createCentralKey } from '../auth/centralKeys.js';
+import { constantTimeEqual } from '../auth/secrets.js';
+import type { AppContext } from '../context.js';
+import { businessError } from '../http/errors.js';
+import { parseOrThrow } from '../http/validation.js';
+import type { AccountRow } from '../merchants/repository.js';
+import * as merchants from '../merchants/service.js';
+import type { Balances } from '../ledger/ledger.js';
+import { registerOwnKey } from '../pix/ownKeys.js';
+import { whitelistWarnings } from '../auth/ipWhitelist.js';
+import * as S from './schemas.js';
+
+/** The operator API (contract section 3), under /api/admin, behind `Authorization: Bearer <ADMIN_TOKEN>`. */
+export function adminRoutes(ctx: AppContext) {
+  return async function plugin(app: FastifyInstance) {
+    app.addHook('onRequest', requireAdminToken(ctx.config.adminToken));
+    app.setNotFoundHandler((_req, reply) => reply.code(404).send({ errors: { not_found: 'route not found' } }));
+
+    app.post('/merchants', async (req, reply) => {
+      const body = parseOrThrow(S.createMerchant, req.body);
+      const { merchant, account } = await merchants.createMerchant(ctx.db, body);
+      return reply.code(201).send({
+        merchant_id: merchant.id,
+        account_id: account.id,
+        name: merchant.name,
+        document: merchant.document,
+        status: merchant.status,
+      });
+    });
+
+    app.get('/accounts/:account_id', async (req) => {
+      const { account_id } = parseOrThrow(S.accountIdParam, req.params);
+      const view = await merchants.getAccount(ctx.db, account_id);
+      return accountView(view.account, view.balances);
+    });
+
+    app.patch('/accounts/:account_id', async (req) => {
+      const { account_id } = parseOrThrow(S.accountIdParam, req.params);
+      const patch = parseOrThrow(S.patchAccount, req.body);
+      const view = await merchants.updateAccount(ctx.db, account_id, patch);
+      return accountView(view.account, view.balances);
+    });
+
+    app.post('/accounts/:account_id/deposits', async (req, reply) => {
+      const { account_id } = parseOrThrow(S.accountIdParam, req.params);
+      const body = parseOrThrow(S.deposit, req.body);
+      const result = await merchants.deposit(ctx.db, ctx.clock, {
+        accountId: account_id,
+        amountCents: body.amount,
+        ...(body.description !== undefined ? { description: body.description } : {}),
+      });
+      return reply.code(201).send({ transaction_id: result.transactionId, amount: result.amount });
+    });
+
+    app.post('/api-keys', async (req, reply) => {
+      const body = parseOrThrow(S.createApiKey, req.body);
+      const { key, clientSecret } = await createApiKey(ctx.db, {
+        merchantId: body.merchant_id,
+        accountId: body.account_id ?? null,
+        permissions: body.permissions,
+        ipWhitelist: body.ip_whitelist,
+        expiresAt: body.expires_at ? new Date(body.expires_at) : null,
+        hmac: body.hmac ?? true,
+      });
+      const warnings = whitelistWarnings(key.ip_whitelist);
+      const { client_id, ...view } = apiKeyView(key);
+      return reply.code(201).send({
+        client_id,
+        client_secret: clientSecret,
+        ...view,
+        ...(warnings.length ? { warnings } : {}),
+      });
+    });
+
+    app.patch('/api-keys/:client_id', async (req) => {
+      const { client_id } = parseOrThrow(S.clientIdParam, req.params);
+      const body = parseOrThrow(S.patchApiKey, req.body);
+      const key = await updateApiKey(ctx.db, client_id, {
+        ...(body.permissions !== undefined ? { permissions: body.permissions } : {}),
+        ...(body.ip_whitelist !== undefined ? { ipWhitelist: body.ip_whitelist } : {}),
+        ...(body.expires_at !== undefined ? { expiresAt: body.expires_at === null ? null : new Date(body.expires_at) } : {}),
+      });
+      const warnings = whitelistWarnings(key.ip_whitelist);
+      return { ...apiKeyView(key), ...(warnings.length ? { warnings } : {}) };
+    });
+
+    app.post('/api-keys/:client_id/revoke', async (req) => {
+      const { client_id } = parseOrThrow(S.clientIdParam, req.params);
+      const key = await revokeApiKey(ctx.db, client_id);
+      return { client_id: key.client_id, active: key.active };
+    });
+
+    app.post('/pix-keys', async (req, reply) => {
+      const body = parseOrThrow(S.createPixKey, req.body);
+      const row = await registerOwnKey(ctx.db, ctx.rail, { accountId: body.account_id, type: body.type, key: body.key });
+      return reply.code(201).send({ account_id: row.account_id, type: row.type, key: row.key });
+    });
+
+    app.post('/central-keys', async (req, reply) => {
+      const body = parseOrThrow(S.createCentralKey, req.body);
+      const { apiKey } = await createCentralKey(ctx.db, body.name);
+      return reply.code(201).send({ api_key: apiKey, name: body.name });
+    });
+  };
+}
+
+export function requireAdminToken(token: string) {
+  return async function checkAdminToken(req: { headers: Record<string, string | string[] | undefined> }) {
+    const header = req.headers.authorization;
+    const presented = typeof header === 'string' && header.startsWith('Bearer ') ? header.slice(7) : '';
+    if (presented === '' || !constantTimeEqual(presented, token)) {
+      throw businessError(401, 'unauthorized', 'Missing or invalid admin token');
+    }
+  };
+}
+
+export function accountView(account: AccountRow, balances: Balances) {
+  return {
+    account_id: account.id,
+    merchant_id: account.merchant_id,
+    status: account.status,
+    balance: balances.available,
+    balances: {
+      available: balances.available,
+      blocked: balances.blocked,
+      pending: balances.pending,
+      ledger_total: balances.ledgerTotal,
+      safe: balances.safe,
+    },
+    cash_out_fee_cents: account.cash_out_fee_cents,
+    cash_in_fee_cents: account.cash_in_fee_cents,
+    created_at: account.created_at.toISOString(),
+    updated_at: account.updated_at.toISOString(),
+  };
+}

@@ -1,0 +1,60 @@
+import { z } from 'zod';
+import { PERMISSIONS } from '../auth/permissions.js';
+import { isValidDocument } from '../lib/documents.js';
+import { cents, isoTimestamp } from '../http/validation.js';
+import { PIX_KEY_TYPES } from '../pix/keys.js';
+
+const id = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
+
+export const createMerchant = z.strictObject({
+  name: z.string().trim().min(1).max(200),
+  document: z.string().regex(/^(\d{11}|\d{14})$/, 'must be 11 (CPF) or 14 (CNPJ) digits').refine(isValidDocument, 'has invalid check digits'),
+});
+
+export const patchAccount = z
+  .strictObject({
+    status: z.enum(['active', 'inactive']).optional(),
+    cash_out_fee_cents: z.number().int().min(0).max(1_000_000_00).optional(),
+    cash_in_fee_cents: z.number().int().min(0).max(1_000_000_00).optional(),
+  })
+  .refine((v) => Object.keys(v).length > 0, { message: 'must change at least one field', path: ['body'] });
+
+export const deposit = z.strictObject({
+  amount: cents,
+  description: z.string().max(140).optional(),
+});
+
+const permissions = z.array(z.enum(PERMISSIONS)).max(PERMISSIONS.length);
+// Entries are stored verbatim: the spec says malformed entries (spaces, leading zeros, wrong masks)
+// are accepted and simply never match, answering the standard 403 at use.
+const ipWhitelist = z.array(z.string().max(64)).max(100);
+
+export const createApiKey = z.strictObject({
+  merchant_id: id,
+  account_id: id.nullable().optional(),
+  permissions,
+  ip_whitelist: ipWhitelist,
+  expires_at: isoTimestamp.nullable().optional(),
+  hmac: z.boolean().optional(),
+});
+
+export const patchApiKey = z
+  .strictObject({
+    permissions: permissions.optional(),
+    ip_whitelist: ipWhitelist.optional(),
+    expires_at: isoTimestamp.nullable().optional(),
+  })
+  .refine((v) => Object.keys(v).length > 0, { message: 'must change at least one field', path: ['body'] });
+
+export const createPixKey = z.strictObject({
+  account_id: id,
+  type: z.enum(PIX_KEY_TYPES),
+  key: z.string().min(1).max(77).optional(),
+});
+
+export const createCentralKey = z.strictObject({
+  name: z.string().trim().min(1).max(200),
+});
+
+export const accountIdParam = z.strictObject({ account_id: z.string().regex(/^[1-9]\d{0,15}$/, 'must be a positive integer').transform(Number) });
+export const clientIdParam = z.strictObject({ client_id: z.string().regex(/^cli_[A-Za-z0-9]{1,64}$/, 'is not a client id') });

@@ -1,0 +1,44 @@
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { adminRoutes } from './admin/routes.js';
+import type { AppContext } from './context.js';
+import { healthRoutes } from './health.js';
+import { errorHandler } from './http/errorHandler.js';
+import { genRequestId } from './http/requestId.js';
+
+/** Largest request body accepted anywhere (JSON payloads of this API are small). */
+export const BODY_LIMIT_BYTES = 1024 * 1024;
+
+/** One log line per request, when it completes (method, path, status, time). */
+class RequestLog extends LogController {
+  override incomingRequest() {}
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply) {
+    const line = { method: request.method, url: request.url, ip: request.ip, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 };
+    if (error) reply.log.error({ ...line, err: error }, 'request errored');
+    else reply.log.info(line, 'request completed');
+  }
+}
+
+/**
+ * Builds the Fastify app that serves every prefix of the operator contract, from dependencies
+ * built elsewhere. It never listens: server.ts does, tests do on a random port.
+ */
+export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: ctx.log,
+    genReqId: genRequestId,
+    logController: new RequestLog({ requestIdLogLabel: 'request_id' }),
+    bodyLimit: BODY_LIMIT_BYTES,
+    return503OnClosing: true,
+    ...(ctx.config.tls ? { https: { cert: ctx.config.tls.cert, key: ctx.config.tls.key, minVersion: 'TLSv1.2' as const } } : {}),
+  }) as unknown as FastifyInstance;
+
+  app.addHook('onRequest', async (req, reply) => {
+    void reply.header('x-request-id', req.id);
+  });
+  app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler((_req, reply) => reply.code(404).send({ errors: { not_found: 'route not found' } }));
+
+  await app.register(healthRoutes(ctx));
+  await app.register(adminRoutes(ctx), { prefix: '/api/admin' });
+  return app;
+}

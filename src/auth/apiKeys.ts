@@ -1,0 +1,132 @@
+import type { Database, Sql } from '../db/db.js';
+import { badRequest, notFound } from '../http/errors.js';
+import { newClientId, newSecret } from '../lib/ids.js';
+import * as merchants from '../merchants/repository.js';
+import type { Permission } from './permissions.js';
+import { secretDigest } from './secrets.js';
+
+export interface ApiKeyRow {
+  client_id: string;
+  secret_hash: string;
+  merchant_id: number;
+  account_id: number | null;
+  permissions: string[];
+  ip_whitelist: string[];
+  hmac_enabled: boolean;
+  active: boolean;
+  expires_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+  revoked_at: Date | null;
+}
+
+export interface CreateApiKeyInput {
+  merchantId: number;
+  accountId?: number | null;
+  permissions: Permission[];
+  ipWhitelist: string[];
+  expiresAt?: Date | null;
+  hmac?: boolean;
+}
+
+/** Creates a key; the plaintext secret exists only in the returned value. */
+export async function createApiKey(db: Database, input: CreateApiKeyInput): Promise<{ key: ApiKeyRow; clientSecret: string }> {
+  return db.transaction(async (tx) => {
+    const merchant = await merchants.findMerchant(tx, input.merchantId);
+    if (!merchant) throw badRequest({ merchant_id: ['does not exist'] });
+    if (input.accountId != null) {
+      const account = await merchants.findAccount(tx, input.accountId);
+      if (!account || account.merchant_id !== merchant.id) {
+        throw badRequest({ account_id: ['does not belong to the merchant'] });
+      }
+    }
+    const clientSecret = newSecret('sk_');
+    const [key] = await tx.query<ApiKeyRow>(
+      `INSERT INTO api_keys (client_id, secret_hash, merchant_id, account_id, permissions, ip_whitelist, hmac_enabled, expires_at)
+       VALUES ($1, $2, $3, $4, $5::text[], $6::text[], $7, $8) RETURNING *`,
+      [
+        newClientId(),
+        secretDigest(clientSecret),
+        merchant.id,
+        input.accountId ?? null,
+        input.permissions,
+        input.ipWhitelist,
+        input.hmac ?? true,
+        input.expiresAt ?? null,
+      ],
+    );
+    return { key: key!, clientSecret };
+  });
+}
+
+export interface ApiKeyPatch {
+  permissions?: Permission[];
+  ipWhitelist?: string[];
+  /** null clears the expiry. */
+  expiresAt?: Date | null;
+}
+
+export async function updateApiKey(db: Database, clientId: string, patch: ApiKeyPatch): Promise<ApiKeyRow> {
+  const [key] = await db.query<ApiKeyRow>(
+    `UPDATE api_keys SET
+       permissions = COALESCE($2::text[], permissions),
+       ip_whitelist = COALESCE($3::text[], ip_whitelist),
+       expires_at = CASE WHEN $4::boolean THEN $5::timestamptz ELSE expires_at END,
+       updated_at = now()
+     WHERE client_id = $1 RETURNING *`,
+    [clientId, patch.permissions ?? null, patch.ipWhitelist ?? null, patch.expiresAt !== undefined, patch.expiresAt ?? null],
+  );
+  if (!key) throw notFound('API key not found');
+  return key;
+}
+
+export async function revokeApiKey(db: Database, clientId: string): Promise<ApiKeyRow> {
+  const [key] = await db.query<ApiKeyRow>(
+    `UPDATE api_keys SET active = false, revoked_at = COALESCE(revoked_at, now()), updated_at = now()
+     WHERE client_id = $1 RETURNING *`,
+    [clientId],
+  );
+  if (!key) throw notFound('API key not found');
+  return key;
+}
+
+/**
+ * What the request pipeline needs to authenticate a call, in one query: the key, and the status of
+ * the account it operates on (its own account, or the merchant's first one) and of the merchant.
+ */
+export interface KeyWithAccount extends ApiKeyRow {
+  operating_account_id: number | null;
+  account_status: 'active' | 'inactive' | null;
+  merchant_status: 'active' | 'inactive';
+}
+
+export async function findKeyForAuth(sql: Sql, clientId: string): Promise<KeyWithAccount | undefined> {
+  const [row] = await sql.query<KeyWithAccount>(
+    `SELECT k.*, a.id AS operating_account_id, a.status AS account_status, m.status AS merchant_status
+       FROM api_keys k
+       JOIN merchants m ON m.id = k.merchant_id
+       LEFT JOIN LATERAL (
+         SELECT id, status FROM accounts
+          WHERE id = k.account_id OR (k.account_id IS NULL AND merchant_id = k.merchant_id)
+          ORDER BY id LIMIT 1
+       ) a ON true
+      WHERE k.client_id = $1`,
+    [clientId],
+  );
+  return row;
+}
+
+/** The public view of a key (never the secret or its digest). */
+export function apiKeyView(key: ApiKeyRow) {
+  return {
+    client_id: key.client_id,
+    merchant_id: key.merchant_id,
+    account_id: key.account_id,
+    permissions: key.permissions,
+    ip_whitelist: key.ip_whitelist,
+    hmac: key.hmac_enabled,
+    expires_at: key.expires_at ? key.expires_at.toISOString() : null,
+    active: key.active,
+    created_at: key.created_at.toISOString(),
+  };
+}

@@ -1,0 +1,159 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { parseIpRule, type IpRule } from './lib/ip.js';
+
+/** Runtime environment. Decides signature versions, boleto limit multipliers, sandbox and demo seeding. */
+export type AppEnv = 'local' | 'homologation' | 'production';
+
+export interface Config {
+  port: number;
+  host: string;
+  appEnv: AppEnv;
+  /** Folder of the embedded database, or `memory://`; ignored when `databaseUrl` is set. */
+  dataDir: string;
+  databaseUrl: string | undefined;
+  redisUrl: string | undefined;
+  adminToken: string;
+  /** True when the admin token was generated at start (local only) and must be printed. */
+  adminTokenGenerated: boolean;
+  rateLimitPerMinute: number;
+  trustedProxies: IpRule[];
+  /** Lower-cased `host` or `host:port` entries exempt from the private-destination rule of webhooks. */
+  webhookAllowedHosts: string[];
+  simSettlementMs: number;
+  simProtectionMs: number;
+  institutionIspb: string;
+  tls: { cert: Buffer; key: Buffer } | undefined;
+  webConcurrency: number;
+  logLevel: string;
+}
+
+/** A configuration error: start-up stops with its message as one line. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+type Env = Record<string, string | undefined>;
+
+function readInt(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const text = raw.trim();
+  if (!/^\d+$/.test(text)) throw new ConfigError(`${name} must be a whole number, got "${raw}"`);
+  const value = Number(text);
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be between ${min} and ${max}, got ${text}`);
+  }
+  return value;
+}
+
+function readList(env: Env, name: string): string[] {
+  return (env[name] ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
+function nonEmpty(env: Env, name: string): string | undefined {
+  const v = env[name]?.trim();
+  return v === undefined || v === '' ? undefined : v;
+}
+
+/**
+ * Reads and validates every variable of the operator contract (section 1) once. Any bad value throws
+ * a ConfigError whose message names the variable, so start-up stops with one clear line.
+ */
+export function parseConfig(env: Env = process.env): Config {
+  const appEnvRaw = nonEmpty(env, 'APP_ENV') ?? 'local';
+  if (appEnvRaw !== 'local' && appEnvRaw !== 'homologation' && appEnvRaw !== 'production') {
+    throw new ConfigError(`APP_ENV must be one of local, homologation, production; got "${appEnvRaw}"`);
+  }
+  const appEnv: AppEnv = appEnvRaw;
+
+  const port = readInt(env, 'PORT', 8080, 0, 65535);
+  const host = nonEmpty(env, 'HOST') ?? '127.0.0.1';
+
+  const databaseUrl = nonEmpty(env, 'DATABASE_URL');
+  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL must start with postgres:// or postgresql://');
+  }
+  const redisUrl = nonEmpty(env, 'REDIS_URL');
+  if (redisUrl !== undefined && !/^rediss?:\/\//.test(redisUrl)) {
+    throw new ConfigError('REDIS_URL must start with redis:// or rediss://');
+  }
+
+  let adminToken = nonEmpty(env, 'ADMIN_TOKEN');
+  let adminTokenGenerated = false;
+  if (adminToken !== undefined && adminToken.length < 16) {
+    throw new ConfigError('ADMIN_TOKEN must be at least 16 characters');
+  }
+  if (appEnv === 'production') {
+    if (databaseUrl === undefined) throw new ConfigError('APP_ENV=production requires DATABASE_URL');
+    if (adminToken === undefined) throw new ConfigError('APP_ENV=production requires ADMIN_TOKEN');
+  }
+  if (adminToken === undefined) {
+    if (appEnv !== 'local') throw new ConfigError(`APP_ENV=${appEnv} requires ADMIN_TOKEN`);
+    adminToken = `adm_${randomBytes(24).toString('base64url')}`;
+    adminTokenGenerated = true;
+  }
+
+  const trustedProxies = readList(env, 'TRUSTED_PROXIES').map((entry) => {
+    const rule = parseIpRule(entry);
+    if (rule === null) throw new ConfigError(`TRUSTED_PROXIES entry "${entry}" is not an IP address or CIDR`);
+    return rule;
+  });
+
+  const webhookAllowedHosts = readList(env, 'WEBHOOK_ALLOWED_HOSTS').map((entry) => {
+    if (!/^[a-z0-9.\-_[\]:]+$/i.test(entry)) {
+      throw new ConfigError(`WEBHOOK_ALLOWED_HOSTS entry "${entry}" is not a host or host:port`);
+    }
+    return entry.toLowerCase();
+  });
+
+  const institutionIspb = nonEmpty(env, 'INSTITUTION_ISPB') ?? '99999999';
+  if (!/^\d{8}$/.test(institutionIspb)) throw new ConfigError('INSTITUTION_ISPB must be exactly 8 digits');
+
+  const certFile = nonEmpty(env, 'TLS_CERT_FILE');
+  const keyFile = nonEmpty(env, 'TLS_KEY_FILE');
+  let tls: Config['tls'];
+  if ((certFile === undefined) !== (keyFile === undefined)) {
+    throw new ConfigError('TLS_CERT_FILE and TLS_KEY_FILE must be set together');
+  }
+  if (certFile !== undefined && keyFile !== undefined) {
+    try {
+      tls = { cert: readFileSync(certFile), key: readFileSync(keyFile) };
+    } catch (err) {
+      throw new ConfigError(`cannot read TLS files: ${(err as Error).message}`);
+    }
+  }
+
+  const webConcurrency = readInt(env, 'WEB_CONCURRENCY', 1, 1, 64);
+  if (webConcurrency > 1 && (databaseUrl === undefined || redisUrl === undefined)) {
+    throw new ConfigError('WEB_CONCURRENCY above 1 requires DATABASE_URL and REDIS_URL');
+  }
+
+  const logLevel = nonEmpty(env, 'LOG_LEVEL') ?? 'info';
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent; got "${logLevel}"`);
+  }
+
+  return {
+    port,
+    host,
+    appEnv,
+    dataDir: nonEmpty(env, 'DATA_DIR') ?? './data',
+    databaseUrl,
+    redisUrl,
+    adminToken,
+    adminTokenGenerated,
+    rateLimitPerMinute: readInt(env, 'RATE_LIMIT_PER_MINUTE', 90000, 1, 100_000_000),
+    trustedProxies,
+    webhookAllowedHosts,
+    simSettlementMs: readInt(env, 'SIM_SETTLEMENT_MS', 1600, 0, 3_600_000),
+    simProtectionMs: readInt(env, 'SIM_PROTECTION_MS', 30000, 0, 86_400_000),
+    institutionIspb,
+    tls,
+    webConcurrency,
+    logLevel,
+  };
+}

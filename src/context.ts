@@ -1,0 +1,31 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+import type { Database } from './db/db.js';
+import type { Clock } from './lib/clock.js';
+import type { Rail } from './rail/rail.js';
+
+/** A background loop (rail simulator, webhook delivery, expiry sweeps). */
+export interface BackgroundWorker {
+  readonly name: string;
+  start(): void;
+  /** Stops taking new work and resolves when the work in hand is finished. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Everything the HTTP layer and the domains depend on, built once at start (composition root in
+ * server.ts; tests build their own with test databases).
+ */
+export interface AppContext {
+  config: Config;
+  db: Database;
+  /** Set when REDIS_URL is configured. */
+  redis: Redis | undefined;
+  clock: Clock;
+  log: Logger;
+  rail: Rail;
+  /** Name this institution goes by in the directory and on receipts. */
+  institutionName: string;
+  workers: BackgroundWorker[];
+}

@@ -1,0 +1,104 @@
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { INT8_OID, parseInt8, type Database, type Sql } from './db.js';
+
+export interface PgliteOptions {
+  /** A folder, or `memory://` for a throwaway in-memory database. */
+  dataDir: string;
+  /** A data-directory tarball (from `dumpDataDir`) to start from; used by tests to skip initdb. */
+  loadDataDir?: Blob;
+}
+
+const parsers = { [INT8_OID]: parseInt8 };
+
+/**
+ * Embedded PostgreSQL (PGlite, WASM). One connection: every query and transaction runs one after
+ * another, so row locks never wait. A data folder is guarded by a lock file so that two processes
+ * cannot open it at once (which would corrupt it).
+ */
+export interface PgliteDatabase extends Database {
+  /** The data folder as a tarball, for cloning (tests start from a migrated template this way). */
+  dump(): Promise<Blob>;
+}
+
+export async function openPglite(options: PgliteOptions): Promise<PgliteDatabase> {
+  const inMemory = options.dataDir === 'memory://';
+  let releaseLock = () => {};
+  let dir: string | undefined;
+  if (!inMemory) {
+    dir = resolve(options.dataDir);
+    mkdirSync(dir, { recursive: true });
+    releaseLock = acquireLock(join(dir, 'pixgate.lock'));
+  }
+  let pg: PGlite;
+  try {
+    pg = await PGlite.create(dir ?? 'memory://', {
+      parsers,
+      ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
+    });
+  } catch (err) {
+    releaseLock();
+    throw err;
+  }
+  const wrap = (q: Pick<PGlite, 'query' | 'exec'>): Sql => ({
+    async query<R>(text: string, params: readonly unknown[] = []): Promise<R[]> {
+      const result = await q.query<R>(text, params as unknown[]);
+      return result.rows;
+    },
+    async exec(script: string) {
+      await q.exec(script);
+    },
+  });
+  const base = wrap(pg);
+  let closed = false;
+  return {
+    dialect: 'pglite',
+    query: base.query,
+    exec: base.exec,
+    transaction: (fn) => pg.transaction((tx) => fn(wrap(tx))),
+    async ping() {
+      await pg.query('SELECT 1');
+    },
+    async dump() {
+      return (await pg.dumpDataDir('none')) as Blob;
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      try {
+        await pg.close();
+      } finally {
+        releaseLock();
+      }
+    },
+  };
+}
+
+function acquireLock(path: string): () => void {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(path, 'wx');
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      return () => rmSync(path, { force: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const pid = Number(readFileSync(path, 'utf8').trim());
+      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && isAlive(pid)) {
+        throw new Error(`the data folder ${resolve(path, '..')} is in use by process ${pid}`);
+      }
+      rmSync(path, { force: true }); // stale lock of a process that died
+    }
+  }
+  throw new Error(`cannot lock ${path}`);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

@@ -1,0 +1,83 @@
+import pg from 'pg';
+import { INT8_OID, parseInt8, RETRYABLE_STATES, sqlState, type Database, type Sql } from './db.js';
+
+export interface PostgresOptions {
+  url: string;
+  /** Pool size per process. */
+  max?: number;
+  /** Sets `search_path` on every connection (tests give each test its own schema). */
+  schema?: string;
+  applicationName?: string;
+}
+
+const types = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === INT8_OID) return parseInt8;
+    return pg.types.getTypeParser(oid, format);
+  },
+} as pg.CustomTypesConfig;
+
+const MAX_ATTEMPTS = 5;
+
+/** PostgreSQL server through a connection pool (node-postgres). */
+export async function openPostgres(options: PostgresOptions): Promise<Database> {
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: options.max ?? 20,
+    types,
+    application_name: options.applicationName ?? 'pixgate',
+    connectionTimeoutMillis: 10_000,
+    idleTimeoutMillis: 30_000,
+    ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+  });
+  // An idle client losing its connection must not crash the process; the pool replaces it.
+  pool.on('error', () => {});
+  const run = async <R>(client: pg.Pool | pg.PoolClient, text: string, params: readonly unknown[] = []) =>
+    (await client.query(text, params as unknown[])).rows as R[];
+  let closed = false;
+  return {
+    dialect: 'postgres',
+    query: (text, params) => run(pool, text, params),
+    async transaction(fn) {
+      for (let attempt = 1; ; attempt++) {
+        const client = await pool.connect();
+        let broken: Error | undefined;
+        try {
+          await client.query('BEGIN');
+          const tx: Sql = {
+            query: (text, params) => run(client, text, params),
+            exec: async (script) => void (await client.query(script)),
+          };
+          const result = await fn(tx);
+          await client.query('COMMIT');
+          return result;
+        } catch (err) {
+          try {
+            await client.query('ROLLBACK');
+          } catch (rollbackErr) {
+            broken = rollbackErr as Error;
+          }
+          const state = sqlState(err);
+          if (state !== undefined && RETRYABLE_STATES.has(state) && attempt < MAX_ATTEMPTS) {
+            await new Promise((r) => setTimeout(r, Math.random() * 10 * attempt));
+            continue;
+          }
+          throw err;
+        } finally {
+          client.release(broken);
+        }
+      }
+    },
+    async exec(script) {
+      await pool.query(script);
+    },
+    async ping() {
+      await pool.query('SELECT 1');
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await pool.end();
+    },
+  };
+}

@@ -1,0 +1,29 @@
+import type { Sql } from '../db/db.js';
+import { catalogEntry } from './catalog.js';
+
+export interface OutboxEvent {
+  event: string;
+  merchantId: number;
+  accountId: number | null;
+  /** What the event is about (a transaction_id, a charge id, an infraction id): deliveries for one
+   *  subject go out in the order their events were written. */
+  subject: string;
+  /** The delivery body without `event`, which is added; must carry `status`. Amounts in base
+   *  units, dates as ISO 8601 with Z. */
+  payload: Record<string, unknown> & { status: string };
+}
+
+/**
+ * Writes an event to the transactional outbox. Call it with the transaction that makes the state
+ * change, so the event exists if and only if the change committed.
+ */
+export async function emitEvent(tx: Sql, e: OutboxEvent): Promise<string> {
+  if (!catalogEntry(e.event)) throw new Error(`event ${e.event} is not in the catalog`);
+  const body = { event: e.event, ...e.payload };
+  const [row] = await tx.query<{ event_id: string }>(
+    `INSERT INTO outbox_events (event, merchant_id, account_id, subject, payload)
+     VALUES ($1, $2, $3, $4, $5::jsonb) RETURNING event_id`,
+    [e.event, e.merchantId, e.accountId, e.subject, JSON.stringify(body)],
+  );
+  return row!.event_id;
+}

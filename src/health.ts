@@ -1,0 +1,44 @@
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from './context.js';
+
+const PROBE_TIMEOUT_MS = 2000;
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([
+    promise,
+    new Promise<T>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+/** `/healthz`: the process is up. `/readyz`: the database (and Redis, when configured) answer. */
+export function healthRoutes(ctx: AppContext) {
+  return async function plugin(app: FastifyInstance) {
+    app.get('/healthz', async () => ({ status: 'ok' }));
+    app.get('/readyz', async (_req, reply) => {
+      const checks: Record<string, string> = {};
+      let ready = true;
+      try {
+        await withTimeout(ctx.db.ping(), PROBE_TIMEOUT_MS);
+        checks.database = 'ok';
+      } catch (err) {
+        ready = false;
+        checks.database = `error: ${(err as Error).message}`;
+      }
+      if (ctx.redis) {
+        try {
+          await withTimeout(ctx.redis.ping(), PROBE_TIMEOUT_MS);
+          checks.redis = 'ok';
+        } catch (err) {
+          ready = false;
+          checks.redis = `error: ${(err as Error).message}`;
+        }
+      } else {
+        checks.redis = 'not configured';
+      }
+      return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready', checks });
+    });
+  };
+}

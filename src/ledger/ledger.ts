@@ -1,0 +1,158 @@
+import type { Sql } from '../db/db.js';
+import { CHECK_VIOLATION, constraintName, sqlState } from '../db/db.js';
+import { safeSum } from '../lib/money.js';
+
+/**
+ * The double-entry ledger. Every money movement is one call to `post` inside the caller's database
+ * transaction: a ledger transaction whose entries (signed base units) sum to zero. The database
+ * enforces it as well (deferred constraint trigger), keeps each merchant book's running balance
+ * (trigger) and refuses a negative merchant book (CHECK).
+ *
+ * Sign convention: a positive entry raises the book's balance. Merchant books are what the
+ * institution owes the merchant; institution books hold the other side, so the sum of all balances
+ * is always zero.
+ */
+
+export type MerchantBook = 'available' | 'blocked' | 'pending';
+
+export const INSTITUTION_BOOK = {
+  centralBank: 'institution:central_bank',
+  fees: 'institution:fees',
+  funding: 'institution:funding',
+} as const;
+export type InstitutionBook = (typeof INSTITUTION_BOOK)[keyof typeof INSTITUTION_BOOK];
+
+/** A book: one of a merchant account's three, or an institution book by code. */
+export type BookRef = { accountId: number; book: MerchantBook } | InstitutionBook;
+
+export interface Posting {
+  book: BookRef;
+  /** Signed base units; never zero. */
+  amount: number;
+}
+
+export function bookCode(ref: BookRef): string {
+  return typeof ref === 'string' ? ref : `account:${ref.accountId}:${ref.book}`;
+}
+
+/** Raised when a posting would take a merchant book below zero (the database CHECK fired). */
+export class InsufficientFundsError extends Error {
+  override name = 'InsufficientFundsError';
+}
+
+/** Creates the three books of a new merchant account. */
+export async function openBooks(tx: Sql, accountId: number): Promise<void> {
+  await tx.query(
+    `INSERT INTO ledger_accounts (code, account_id, book, tracks_balance)
+     SELECT 'account:' || $1::bigint || ':' || b, $1::bigint, b, true
+       FROM unnest(ARRAY['available', 'blocked', 'pending']) AS b`,
+    [accountId],
+  );
+}
+
+/**
+ * Balance figures of one merchant account (base units).
+ *   available     the available book: what the merchant can move now
+ *   blocked       precautionary MED blocks
+ *   pending       reserved for outbound payments in flight
+ *   ledger_total  available + blocked + pending: everything the institution holds for the merchant
+ *   safe          min(available, ledger_total - blocked - pending): the spec's "safe balance", the
+ *                 minimum of two independently summed figures; debits (cash-out, refund) must fit in it
+ */
+export interface Balances {
+  available: number;
+  blocked: number;
+  pending: number;
+  ledgerTotal: number;
+  safe: number;
+}
+
+function toBalances(rows: { book: string; balance: number }[]): Balances {
+  const get = (book: MerchantBook) => rows.find((r) => r.book === book)?.balance ?? 0;
+  const available = get('available');
+  const blocked = get('blocked');
+  const pending = get('pending');
+  const ledgerTotal = safeSum([available, blocked, pending]);
+  return { available, blocked, pending, ledgerTotal, safe: Math.min(available, ledgerTotal - blocked - pending) };
+}
+
+/** Balances as of now, without locking. */
+export async function readBalances(sql: Sql, accountId: number): Promise<Balances> {
+  const rows = await sql.query<{ book: string; balance: number }>(
+    'SELECT book, balance FROM ledger_accounts WHERE account_id = $1',
+    [accountId],
+  );
+  return toBalances(rows);
+}
+
+/**
+ * Locks the books of the given merchant accounts (SELECT … FOR UPDATE, in id order so two
+ * transactions never deadlock) and returns their balances. Every operation that debits a merchant
+ * account calls this first inside its transaction: concurrent debits of one account then run one
+ * after another and each sees the balance the previous one left. (PGlite has one connection, so
+ * there transactions are already serial.)
+ */
+export async function lockAccounts(tx: Sql, accountIds: readonly number[]): Promise<Map<number, Balances>> {
+  const ids = [...new Set(accountIds)].sort((a, b) => a - b);
+  const rows = await tx.query<{ account_id: number; book: string; balance: number }>(
+    `SELECT account_id, book, balance FROM ledger_accounts
+      WHERE account_id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`,
+    [ids],
+  );
+  const result = new Map<number, Balances>();
+  for (const id of ids) result.set(id, toBalances(rows.filter((r) => r.account_id === id)));
+  return result;
+}
+
+export async function lockAccount(tx: Sql, accountId: number): Promise<Balances> {
+  return (await lockAccounts(tx, [accountId])).get(accountId)!;
+}
+
+export interface PostInput {
+  /** What kind of movement this is (deposit, cash_out_reserve, cash_out_settle, …). */
+  kind: string;
+  /** The business record it belongs to (a transaction_id, an infraction id, …). */
+  reference: string;
+  postings: Posting[];
+}
+
+/**
+ * Writes one balanced ledger transaction. Throws InsufficientFundsError if a merchant book would
+ * go negative (callers check the balance under `lockAccounts` first; this is the backstop).
+ */
+export async function post(tx: Sql, input: PostInput): Promise<number> {
+  const { postings } = input;
+  if (postings.length < 2) throw new Error('a ledger transaction needs at least two postings');
+  for (const p of postings) {
+    if (!Number.isSafeInteger(p.amount) || p.amount === 0) throw new Error(`bad posting amount ${p.amount}`);
+  }
+  if (safeSum(postings.map((p) => p.amount)) !== 0) {
+    throw new Error(`unbalanced ledger transaction ${input.kind}/${input.reference}`);
+  }
+  const codes = postings.map((p) => bookCode(p.book));
+  const amounts = postings.map((p) => p.amount);
+  try {
+    const rows = await tx.query<{ ledger_transaction_id: number }>(
+      `WITH t AS (
+         INSERT INTO ledger_transactions (kind, reference) VALUES ($1, $2) RETURNING id
+       )
+       INSERT INTO ledger_entries (ledger_transaction_id, ledger_account_id, amount)
+       SELECT t.id, la.id, v.amount
+         FROM t
+         CROSS JOIN unnest($3::text[], $4::bigint[]) WITH ORDINALITY AS v(code, amount, n)
+         JOIN ledger_accounts la ON la.code = v.code
+        ORDER BY v.n
+       RETURNING ledger_transaction_id`,
+      [input.kind, input.reference, codes, amounts],
+    );
+    if (rows.length !== postings.length) {
+      throw new Error(`unknown ledger book among ${codes.join(', ')}`);
+    }
+    return rows[0]!.ledger_transaction_id;
+  } catch (err) {
+    if (sqlState(err) === CHECK_VIOLATION && constraintName(err) === 'ledger_accounts_balance_non_negative') {
+      throw new InsufficientFundsError('a merchant book would go negative');
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,23 @@
+/**
+ * Money is integers only. Requests carry cents; responses, statements, webhooks and the ledger use
+ * base units, 1 cent = 100 base units (1 currency unit = 10000 base units).
+ */
+export const BASE_UNITS_PER_CENT = 100;
+
+export function centsToBaseUnits(cents: number): number {
+  if (!Number.isSafeInteger(cents)) throw new RangeError(`cents must be a safe integer, got ${cents}`);
+  const base = cents * BASE_UNITS_PER_CENT;
+  if (!Number.isSafeInteger(base)) throw new RangeError(`amount ${cents} cents overflows base units`);
+  return base;
+}
+
+/** Sum of integers that throws instead of losing precision. */
+export function safeSum(values: readonly number[]): number {
+  let total = 0;
+  for (const v of values) {
+    if (!Number.isSafeInteger(v)) throw new RangeError(`not a safe integer: ${v}`);
+    total += v;
+    if (!Number.isSafeInteger(total)) throw new RangeError('sum overflows the safe integer range');
+  }
+  return total;
+}

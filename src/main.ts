@@ -1,0 +1,74 @@
+import cluster from 'node:cluster';
+import pino from 'pino';
+import { ConfigError, parseConfig, type Config } from './config.js';
+import { migrate } from './db/migrate.js';
+import { openDatabase } from './db/open.js';
+import { loggerOptions } from './logger.js';
+import { SHUTDOWN_TIMEOUT_MS, startServer } from './server.js';
+
+/**
+ * Entry point. One process by default; with WEB_CONCURRENCY > 1 the primary migrates the database
+ * once and forks that many workers, each serving HTTP and running the background workers (they
+ * claim work with SKIP LOCKED, so they never double-process).
+ */
+async function main() {
+  let config: Config;
+  try {
+    config = parseConfig(process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`pixgate: configuration error: ${err.message}\n`);
+      process.exit(78); // EX_CONFIG
+    }
+    throw err;
+  }
+  const log = pino(loggerOptions(config.logLevel));
+
+  if (config.webConcurrency > 1 && cluster.isPrimary) {
+    const db = await openDatabase(config);
+    await migrate(db);
+    await db.close();
+    log.info({ workers: config.webConcurrency }, 'starting HTTP workers');
+    for (let i = 0; i < config.webConcurrency; i++) cluster.fork();
+    let shuttingDown = false;
+    cluster.on('exit', (worker, code, signal) => {
+      if (shuttingDown) return;
+      log.error({ pid: worker.process.pid, code, signal }, 'worker died; starting another');
+      cluster.fork();
+    });
+    const shutdown = () => {
+      shuttingDown = true;
+      for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGTERM');
+      setTimeout(() => process.exit(1), SHUTDOWN_TIMEOUT_MS + 1000).unref();
+      cluster.on('exit', () => {
+        if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0);
+      });
+    };
+    process.once('SIGTERM', shutdown);
+    process.once('SIGINT', shutdown);
+    return;
+  }
+
+  const server = await startServer(config, { log });
+  const shutdown = (signal: string) => {
+    log.info({ signal }, 'signal received');
+    setTimeout(() => {
+      log.error('shutdown took longer than 10 s; exiting');
+      process.exit(1);
+    }, SHUTDOWN_TIMEOUT_MS).unref();
+    server.stop().then(
+      () => process.exit(0),
+      (err) => {
+        log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+}
+
+main().catch((err) => {
+  process.stderr.write(`pixgate: failed to start: ${(err as Error).message}\n`);
+  process.exit(1);
+});

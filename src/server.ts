@@ -1,0 +1,122 @@
+import type { FastifyInstance } from 'fastify';
+import { Redis } from 'ioredis';
+import pino, { type Logger } from 'pino';
+import { buildApp } from './app.js';
+import type { Config } from './config.js';
+import type { AppContext } from './context.js';
+import type { Database } from './db/db.js';
+import { migrate } from './db/migrate.js';
+import { openDatabase } from './db/open.js';
+import { systemClock, type Clock } from './lib/clock.js';
+import { loggerOptions } from './logger.js';
+import { SimulatedRail } from './rail/simulator.js';
+import { seedDemo, type DemoCredentials } from './seed.js';
+
+export const INSTITUTION_NAME = 'pixgate';
+/** Graceful shutdown must finish within this; then the process exits regardless. */
+export const SHUTDOWN_TIMEOUT_MS = 10_000;
+
+export interface StartOptions {
+  log?: Logger;
+  /** A database opened by the caller (tests); closed on stop only if `ownsDatabase`. */
+  db?: Database;
+  ownsDatabase?: boolean;
+  redis?: Redis;
+  clock?: Clock;
+  /** Start the background workers (default true). */
+  workers?: boolean;
+  /** Seed the demo merchant in APP_ENV=local on an empty database (default true). */
+  seed?: boolean;
+  /** Print credentials and the admin token to stdout (default true). */
+  print?: (text: string) => void;
+}
+
+export interface RunningServer {
+  app: FastifyInstance;
+  ctx: AppContext;
+  url: string;
+  demo: DemoCredentials | null;
+  stop(): Promise<void>;
+}
+
+/** Builds the context from config, migrates, seeds, listens and starts the workers. */
+export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
+  const log = options.log ?? pino(loggerOptions(config.logLevel));
+  const db = options.db ?? (await openDatabase(config));
+  const ownsDatabase = options.ownsDatabase ?? options.db === undefined;
+  let redis = options.redis;
+  const ownsRedis = redis === undefined && config.redisUrl !== undefined;
+  try {
+    const applied = await migrate(db);
+    if (applied.length) log.info({ migrations: applied }, 'database migrated');
+    if (ownsRedis) {
+      redis = new Redis(config.redisUrl!, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: true });
+      redis.on('error', (err) => log.warn({ err: err.message }, 'redis error'));
+      await redis.connect();
+    }
+  } catch (err) {
+    if (ownsDatabase) await db.close();
+    redis?.disconnect();
+    throw err;
+  }
+
+  const ctx: AppContext = {
+    config,
+    db,
+    redis,
+    clock: options.clock ?? systemClock,
+    log,
+    rail: new SimulatedRail({ db, institutionIspb: config.institutionIspb, institutionName: INSTITUTION_NAME }),
+    institutionName: INSTITUTION_NAME,
+    workers: [],
+  };
+
+  const print = options.print ?? ((text: string) => process.stdout.write(text));
+  let demo: DemoCredentials | null = null;
+  if (config.appEnv === 'local' && options.seed !== false) {
+    demo = await seedDemo(ctx);
+  }
+
+  const app = await buildApp(ctx);
+  await app.listen({ port: config.port, host: config.host });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  const scheme = config.tls ? 'https' : 'http';
+  const hostForUrl = config.host.includes(':') ? `[${config.host === '::' ? '::1' : config.host}]` : config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
+  const url = `${scheme}://${hostForUrl}:${port}`;
+  log.info({ url, app_env: config.appEnv, database: db.dialect, redis: redis ? 'on' : 'off' }, `pixgate listening on ${url}`);
+
+  if (config.adminTokenGenerated) {
+    print(`\nADMIN_TOKEN (generated for this run; set ADMIN_TOKEN to fix it): ${config.adminToken}\n`);
+  }
+  if (demo) {
+    print(
+      [
+        '',
+        'Demo merchant seeded (shown once):',
+        `  merchant_id    ${demo.merchantId}`,
+        `  account_id     ${demo.accountId}`,
+        `  client_id      ${demo.clientId}`,
+        `  client_secret  ${demo.clientSecret}`,
+        `  pix keys       ${demo.pixKeys.join(', ')}`,
+        `  try:           curl -H 'Authorization: ApiKey ${demo.clientId}:<client_secret>' ${url}/api/external/balance`,
+        '',
+      ].join('\n') + '\n',
+    );
+  }
+
+  if (options.workers !== false) for (const w of ctx.workers) w.start();
+
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      log.info('shutting down');
+      await app.close(); // stops accepting, waits for in-flight requests
+      await Promise.allSettled(ctx.workers.map((w) => w.stop()));
+      if (ownsRedis) await redis?.quit().catch(() => redis?.disconnect());
+      if (ownsDatabase) await db.close();
+      log.info('stopped');
+    })());
+
+  return { app, ctx, url, demo, stop };
+}

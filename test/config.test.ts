@@ -1,0 +1,87 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, parseConfig } from '../src/config.js';
+
+describe('config', () => {
+  it('has the contract defaults', () => {
+    const c = parseConfig({});
+    expect(c).toMatchObject({
+      port: 8080,
+      host: '127.0.0.1',
+      appEnv: 'local',
+      dataDir: './data',
+      databaseUrl: undefined,
+      redisUrl: undefined,
+      adminTokenGenerated: true,
+      rateLimitPerMinute: 90000,
+      trustedProxies: [],
+      webhookAllowedHosts: [],
+      simSettlementMs: 1600,
+      simProtectionMs: 30000,
+      institutionIspb: '99999999',
+      tls: undefined,
+      webConcurrency: 1,
+    });
+    expect(c.adminToken).toMatch(/^adm_[A-Za-z0-9_-]{32}$/);
+  });
+
+  it('reads every variable', () => {
+    const c = parseConfig({
+      PORT: '9000',
+      HOST: '::',
+      APP_ENV: 'homologation',
+      DATA_DIR: '/tmp/x',
+      DATABASE_URL: 'postgres://u@h/db',
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      ADMIN_TOKEN: 'a-long-enough-admin-token',
+      RATE_LIMIT_PER_MINUTE: '10',
+      TRUSTED_PROXIES: '10.0.0.1, 192.168.0.0/16,::1',
+      WEBHOOK_ALLOWED_HOSTS: 'Localhost:8443,127.0.0.1',
+      SIM_SETTLEMENT_MS: '50',
+      SIM_PROTECTION_MS: '100',
+      INSTITUTION_ISPB: '12345678',
+      WEB_CONCURRENCY: '4',
+    });
+    expect(c).toMatchObject({
+      port: 9000,
+      host: '::',
+      appEnv: 'homologation',
+      dataDir: '/tmp/x',
+      databaseUrl: 'postgres://u@h/db',
+      redisUrl: 'redis://127.0.0.1:6379',
+      adminToken: 'a-long-enough-admin-token',
+      adminTokenGenerated: false,
+      rateLimitPerMinute: 10,
+      webhookAllowedHosts: ['localhost:8443', '127.0.0.1'],
+      simSettlementMs: 50,
+      simProtectionMs: 100,
+      institutionIspb: '12345678',
+      webConcurrency: 4,
+    });
+    expect(c.trustedProxies.map((r) => `${r.family}/${r.prefix}`)).toEqual(['4/32', '4/16', '6/128']);
+  });
+
+  it.each([
+    [{ PORT: 'abc' }, 'PORT must be a whole number, got "abc"'],
+    [{ PORT: '70000' }, 'PORT must be between 0 and 65535, got 70000'],
+    [{ APP_ENV: 'staging' }, 'APP_ENV must be one of local, homologation, production; got "staging"'],
+    [{ APP_ENV: 'production', ADMIN_TOKEN: 'a-long-enough-admin-token' }, 'APP_ENV=production requires DATABASE_URL'],
+    [{ APP_ENV: 'production', DATABASE_URL: 'postgres://h/db' }, 'APP_ENV=production requires ADMIN_TOKEN'],
+    [{ APP_ENV: 'homologation' }, 'APP_ENV=homologation requires ADMIN_TOKEN'],
+    [{ WEB_CONCURRENCY: '2' }, 'WEB_CONCURRENCY above 1 requires DATABASE_URL and REDIS_URL'],
+    [{ WEB_CONCURRENCY: '2', DATABASE_URL: 'postgres://h/db' }, 'WEB_CONCURRENCY above 1 requires DATABASE_URL and REDIS_URL'],
+    [{ WEB_CONCURRENCY: '0' }, 'WEB_CONCURRENCY must be between 1 and 64, got 0'],
+    [{ DATABASE_URL: 'mysql://h/db' }, 'DATABASE_URL must start with postgres:// or postgresql://'],
+    [{ REDIS_URL: 'localhost:6379' }, 'REDIS_URL must start with redis:// or rediss://'],
+    [{ ADMIN_TOKEN: 'short' }, 'ADMIN_TOKEN must be at least 16 characters'],
+    [{ RATE_LIMIT_PER_MINUTE: '1.5' }, 'RATE_LIMIT_PER_MINUTE must be a whole number, got "1.5"'],
+    [{ TRUSTED_PROXIES: '10.0.0.1,proxy.local' }, 'TRUSTED_PROXIES entry "proxy.local" is not an IP address or CIDR'],
+    [{ INSTITUTION_ISPB: '1234' }, 'INSTITUTION_ISPB must be exactly 8 digits'],
+    [{ SIM_SETTLEMENT_MS: '-1' }, 'SIM_SETTLEMENT_MS must be a whole number, got "-1"'],
+    [{ TLS_CERT_FILE: '/nonexistent.pem' }, 'TLS_CERT_FILE and TLS_KEY_FILE must be set together'],
+    [{ TLS_CERT_FILE: '/nonexistent.pem', TLS_KEY_FILE: '/nonexistent.key' }, 'cannot read TLS files'],
+    [{ LOG_LEVEL: 'verbose' }, 'LOG_LEVEL must be one of'],
+  ])('refuses %j', (env, message) => {
+    expect(() => parseConfig(env)).toThrow(ConfigError);
+    expect(() => parseConfig(env)).toThrow(message);
+  });
+});

@@ -1,0 +1,70 @@
+import type { Redis } from 'ioredis';
+import pino from 'pino';
+import { parseConfig, type Config } from '../../src/config.js';
+import type { Clock } from '../../src/lib/clock.js';
+import { startServer, type RunningServer } from '../../src/server.js';
+import { openTestDatabase, type Backend, type TestDatabase } from './db.js';
+
+export const TEST_ADMIN_TOKEN = 'test-admin-token-0123456789';
+
+export interface TestServer extends RunningServer {
+  backend: Backend;
+  database: TestDatabase;
+  /** fetch against the server with the admin bearer token. */
+  admin(method: string, path: string, body?: unknown): Promise<{ status: number; body: any; headers: Headers }>;
+  close(): Promise<void>;
+}
+
+export interface TestServerOptions {
+  backend?: Backend;
+  env?: Record<string, string>;
+  redis?: Redis;
+  clock?: Clock;
+  workers?: boolean;
+  seed?: boolean;
+}
+
+/** Starts pixgate on a random port over a fresh database of the given backend. */
+export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
+  const backend = options.backend ?? 'pglite';
+  const database = await openTestDatabase(backend);
+  const config: Config = parseConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+    LOG_LEVEL: 'silent',
+    ...options.env,
+  });
+  const server = await startServer(config, {
+    db: database.db,
+    ownsDatabase: false,
+    log: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+    print: () => {},
+    seed: options.seed ?? false,
+    workers: options.workers ?? true,
+    ...(options.redis ? { redis: options.redis } : {}),
+    ...(options.clock ? { clock: options.clock } : {}),
+  });
+  const admin = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${server.url}/api/admin${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${TEST_ADMIN_TOKEN}`,
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
+      ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : null, headers: res.headers };
+  };
+  return {
+    ...server,
+    backend,
+    database,
+    admin,
+    async close() {
+      await server.stop();
+      await database.close();
+    },
+  };
+}
