@@ -1,6 +1,7 @@
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { adminRoutes } from './admin/routes.js';
 import type { AppContext } from './context.js';
+import { externalRoutes, type ExternalPlugin } from './external/routes.js';
 import { healthRoutes } from './health.js';
 import { errorHandler } from './http/errorHandler.js';
 import { genRequestId } from './http/requestId.js';
@@ -22,7 +23,7 @@ class RequestLog extends LogController {
  * Builds the Fastify app that serves every prefix of the operator contract, from dependencies
  * built elsewhere. It never listens: server.ts does, tests do on a random port.
  */
-export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
+export async function buildApp(ctx: AppContext, options: { externalPlugins?: readonly ExternalPlugin[] } = {}): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: ctx.log,
     genReqId: genRequestId,
@@ -40,5 +41,6 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
 
   await app.register(healthRoutes(ctx));
   await app.register(adminRoutes(ctx), { prefix: '/api/admin' });
+  await app.register(externalRoutes(ctx, options.externalPlugins), { prefix: '/api/external' });
   return app;
 }

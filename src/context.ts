@@ -3,7 +3,10 @@ import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Database } from './db/db.js';
 import type { Clock } from './lib/clock.js';
+import type { NonceStore } from './auth/nonceStore.js';
+import type { IdempotencyStore } from './external/idempotency.js';
 import type { Rail } from './rail/rail.js';
+import type { FixedWindowCounter } from './ratelimit/fixedWindow.js';
 
 /** A background loop (rail simulator, webhook delivery, expiry sweeps). */
 export interface BackgroundWorker {
@@ -28,4 +31,9 @@ export interface AppContext {
   /** Name this institution goes by in the directory and on receipts. */
   institutionName: string;
   workers: BackgroundWorker[];
+  /** Fixed-window rate-limit counters: Redis when configured, process memory otherwise. */
+  rateCounter: FixedWindowCounter;
+  /** Signature-v2 nonces: Redis when configured, process memory otherwise. */
+  nonces: NonceStore;
+  idempotency: IdempotencyStore;
 }

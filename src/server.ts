@@ -10,6 +10,11 @@ import { openDatabase } from './db/open.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { loggerOptions } from './logger.js';
 import { SimulatedRail } from './rail/simulator.js';
+import { MemoryNonceStore, RedisNonceStore } from './auth/nonceStore.js';
+import { IdempotencyStore } from './external/idempotency.js';
+import type { ExternalPlugin } from './external/routes.js';
+import { periodicWorker } from './lib/periodic.js';
+import { MemoryFixedWindow, RedisFixedWindow } from './ratelimit/fixedWindow.js';
 import { seedDemo, type DemoCredentials } from './seed.js';
 
 export const INSTITUTION_NAME = 'pixgate';
@@ -29,6 +34,8 @@ export interface StartOptions {
   seed?: boolean;
   /** Print credentials and the admin token to stdout (default true). */
   print?: (text: string) => void;
+  /** Extra routes mounted behind the external pipeline (tests). */
+  externalPlugins?: readonly ExternalPlugin[];
 }
 
 export interface RunningServer {
@@ -60,16 +67,21 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     throw err;
   }
 
+  const clock = options.clock ?? systemClock;
   const ctx: AppContext = {
     config,
     db,
     redis,
-    clock: options.clock ?? systemClock,
+    clock,
     log,
     rail: new SimulatedRail({ db, institutionIspb: config.institutionIspb, institutionName: INSTITUTION_NAME }),
     institutionName: INSTITUTION_NAME,
     workers: [],
+    rateCounter: redis ? new RedisFixedWindow(redis, clock) : new MemoryFixedWindow(clock),
+    nonces: redis ? new RedisNonceStore(redis) : new MemoryNonceStore(clock),
+    idempotency: new IdempotencyStore(db, clock),
   };
+  ctx.workers.push(periodicWorker('idempotency-purge', 60_000, log, () => ctx.idempotency.purgeExpired()));
 
   const print = options.print ?? ((text: string) => process.stdout.write(text));
   let demo: DemoCredentials | null = null;
@@ -77,7 +89,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     demo = await seedDemo(ctx);
   }
 
-  const app = await buildApp(ctx);
+  const app = await buildApp(ctx, { externalPlugins: options.externalPlugins ?? [] });
   await app.listen({ port: config.port, host: config.host });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;

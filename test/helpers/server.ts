@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import pino from 'pino';
 import { parseConfig, type Config } from '../../src/config.js';
 import type { Clock } from '../../src/lib/clock.js';
+import type { ExternalPlugin } from '../../src/external/routes.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { openTestDatabase, type Backend, type TestDatabase } from './db.js';
 
@@ -22,6 +23,7 @@ export interface TestServerOptions {
   clock?: Clock;
   workers?: boolean;
   seed?: boolean;
+  externalPlugins?: readonly ExternalPlugin[];
 }
 
 /** Starts pixgate on a random port over a fresh database of the given backend. */
@@ -44,6 +46,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     workers: options.workers ?? true,
     ...(options.redis ? { redis: options.redis } : {}),
     ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.externalPlugins ? { externalPlugins: options.externalPlugins } : {}),
   });
   const admin = async (method: string, path: string, body?: unknown) => {
     const res = await fetch(`${server.url}/api/admin${path}`, {

@@ -1,0 +1,54 @@
+import type { Sql } from '../db/db.js';
+import { pipelineError, SHAPE1, type HttpError } from '../http/errors.js';
+import type { Clock } from '../lib/clock.js';
+import { findKeyForAuth, type KeyWithAccount } from './apiKeys.js';
+import { digestEquals, secretDigest } from './secrets.js';
+
+export interface PresentedCredentials {
+  clientId: string;
+  clientSecret: string;
+}
+
+/**
+ * Reads `Authorization: ApiKey <client_id>:<client_secret>` or `Basic <base64(client_id:client_secret)>`
+ * (scheme names case-insensitive). Returns null when no API-key credentials are present at all,
+ * 'malformed' when the scheme is right but the value is not `id:secret`.
+ */
+export function parseAuthorization(header: string | undefined): PresentedCredentials | null | 'malformed' {
+  if (!header) return null;
+  const match = /^\s*(ApiKey|Basic)\s+(\S+)\s*$/i.exec(header);
+  if (!match) return null;
+  let pair = match[2]!;
+  if (match[1]!.toLowerCase() === 'basic') {
+    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(pair)) return 'malformed';
+    pair = Buffer.from(pair, 'base64').toString('utf8');
+  }
+  const colon = pair.indexOf(':');
+  if (colon <= 0 || colon === pair.length - 1) return 'malformed';
+  return { clientId: pair.slice(0, colon), clientSecret: pair.slice(colon + 1) };
+}
+
+export interface Authenticated {
+  key: KeyWithAccount;
+  /** The secret presented in this request: the HMAC key of its signature. */
+  clientSecret: string;
+}
+
+/**
+ * Stage 3 of the pipeline. One query; the secret's digest is compared in constant time before
+ * anything about the key (revoked, expired) is revealed.
+ */
+export async function authenticate(sql: Sql, clock: Clock, header: string | undefined): Promise<Authenticated | HttpError> {
+  const presented = parseAuthorization(header);
+  if (presented === null) return pipelineError(401, SHAPE1.missingCredentials);
+  if (presented === 'malformed' || presented.clientId.length > 100 || presented.clientSecret.length > 200) {
+    return pipelineError(401, SHAPE1.invalidCredentials);
+  }
+  const key = /^cli_[A-Za-z0-9]+$/.test(presented.clientId) ? await findKeyForAuth(sql, presented.clientId) : undefined;
+  // Hash even when the key does not exist, so timing does not tell the two cases apart.
+  const digest = secretDigest(presented.clientSecret);
+  if (!key || !digestEquals(digest, key.secret_hash)) return pipelineError(401, SHAPE1.invalidCredentials);
+  if (!key.active) return pipelineError(401, SHAPE1.inactiveKey);
+  if (key.expires_at && key.expires_at.getTime() <= clock.now().getTime()) return pipelineError(401, SHAPE1.expiredKey);
+  return { key, clientSecret: presented.clientSecret };
+}

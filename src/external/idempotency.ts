@@ -1,0 +1,160 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { Database, Sql } from '../db/db.js';
+import type { Clock } from '../lib/clock.js';
+
+/**
+ * Idempotency of external POSTs (spec, Limits: 24 h window, scope (method, path, key) — here also
+ * the merchant, so two merchants never see each other's answers; only 2xx answers are kept).
+ *
+ * A request claims its key with an `in_progress` row carrying a fresh fencing token and a lease.
+ * The business operation records its answer in its own database transaction through
+ * `IdempotencyClaim.record`, which only succeeds while the token still owns the row; routes that do
+ * not write record after the fact. A non-2xx answer releases the claim so the key can be retried.
+ * A concurrent request with the same key waits for the first to finish and replays its answer.
+ */
+export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
+/** After this a claim whose request never finished (crash) can be taken over. */
+export const CLAIM_LEASE_MS = 60_000;
+/** How long a concurrent duplicate waits for the first request before answering 409. */
+export const WAIT_FOR_FIRST_MS = 15_000;
+const POLL_MS = 25;
+
+export interface IdempotencyScope {
+  merchantId: number;
+  method: string;
+  path: string;
+  key: string;
+}
+
+export interface StoredAnswer {
+  statusCode: number;
+  body: string;
+}
+
+export type ClaimResult =
+  | { kind: 'claimed'; claim: IdempotencyClaim }
+  | { kind: 'replay'; answer: StoredAnswer }
+  | { kind: 'mismatch' }
+  | { kind: 'busy' };
+
+interface Row {
+  id: number;
+  request_hash: string;
+  status: 'in_progress' | 'completed';
+  owner_token: string;
+  locked_until: Date;
+  response_status: number | null;
+  response_body: string | null;
+  expires_at: Date;
+}
+
+export class IdempotencyLostError extends Error {
+  override name = 'IdempotencyLostError';
+}
+
+/** The claim a request holds on its key until it answers. */
+export class IdempotencyClaim {
+  /** The answer recorded inside the business transaction, sent byte for byte. */
+  recorded: StoredAnswer | undefined;
+
+  constructor(
+    readonly id: number,
+    readonly token: string,
+  ) {}
+
+  /**
+   * Records the answer inside the caller's transaction. Throws (rolling that transaction back) if
+   * this request no longer owns the key, so an operation can never run twice under one key.
+   */
+  async record(tx: Sql, statusCode: number, body: string): Promise<void> {
+    const rows = await tx.query(
+      `UPDATE idempotency_keys SET status = 'completed', response_status = $3, response_body = $4
+        WHERE id = $1 AND owner_token = $2 AND status = 'in_progress' RETURNING id`,
+      [this.id, this.token, statusCode, body],
+    );
+    if (rows.length === 0) throw new IdempotencyLostError('the idempotency claim was lost');
+    this.recorded = { statusCode, body };
+  }
+}
+
+export function requestHash(canonicalBody: string): string {
+  return createHash('sha256').update(canonicalBody, 'utf8').digest('hex');
+}
+
+export class IdempotencyStore {
+  constructor(
+    private readonly db: Database,
+    private readonly clock: Clock,
+  ) {}
+
+  async claim(scope: IdempotencyScope, hash: string): Promise<ClaimResult> {
+    const deadline = Date.now() + WAIT_FOR_FIRST_MS;
+    for (;;) {
+      const result = await this.tryClaim(scope, hash);
+      if (result !== 'wait') return result;
+      if (Date.now() >= deadline) return { kind: 'busy' };
+      await new Promise((r) => setTimeout(r, POLL_MS));
+    }
+  }
+
+  private async tryClaim(scope: IdempotencyScope, hash: string): Promise<ClaimResult | 'wait'> {
+    const now = this.clock.now();
+    const token = randomUUID();
+    const lease = new Date(now.getTime() + CLAIM_LEASE_MS);
+    const inserted = await this.db.query<{ id: number }>(
+      `INSERT INTO idempotency_keys (merchant_id, method, path, key, request_hash, status, owner_token, locked_until, expires_at)
+       VALUES ($1, $2, $3, $4, $5, 'in_progress', $6, $7, $8)
+       ON CONFLICT (merchant_id, method, path, key) DO NOTHING RETURNING id`,
+      [scope.merchantId, scope.method, scope.path, scope.key, hash, token, lease, new Date(now.getTime() + IDEMPOTENCY_WINDOW_MS)],
+    );
+    if (inserted[0]) return { kind: 'claimed', claim: new IdempotencyClaim(inserted[0].id, token) };
+
+    const [row] = await this.db.query<Row>(
+      `SELECT id, request_hash, status, owner_token, locked_until, response_status, response_body, expires_at
+         FROM idempotency_keys WHERE merchant_id = $1 AND method = $2 AND path = $3 AND key = $4`,
+      [scope.merchantId, scope.method, scope.path, scope.key],
+    );
+    if (!row) return 'wait'; // released between the two statements: try again
+    if (row.expires_at <= now) {
+      await this.db.query('DELETE FROM idempotency_keys WHERE id = $1 AND expires_at <= $2', [row.id, now]);
+      return 'wait';
+    }
+    if (row.request_hash !== hash) return { kind: 'mismatch' };
+    if (row.status === 'completed') return { kind: 'replay', answer: { statusCode: row.response_status!, body: row.response_body! } };
+    if (row.locked_until <= now) {
+      // The request that held it never answered (crashed): take the key over with a new token.
+      const taken = await this.db.query<{ id: number }>(
+        `UPDATE idempotency_keys SET owner_token = $2, locked_until = $3
+          WHERE id = $1 AND status = 'in_progress' AND locked_until <= $4 RETURNING id`,
+        [row.id, token, lease, now],
+      );
+      if (taken[0]) return { kind: 'claimed', claim: new IdempotencyClaim(row.id, token) };
+    }
+    return 'wait';
+  }
+
+  /** Stores a 2xx answer of a request that did not record it in its own transaction. */
+  async complete(claim: IdempotencyClaim, answer: StoredAnswer): Promise<void> {
+    await this.db.query(
+      `UPDATE idempotency_keys SET status = 'completed', response_status = $3, response_body = $4
+        WHERE id = $1 AND owner_token = $2 AND status = 'in_progress'`,
+      [claim.id, claim.token, answer.statusCode, answer.body],
+    );
+  }
+
+  /** Frees the key after a non-2xx answer: the client may retry with it. */
+  async release(claim: IdempotencyClaim): Promise<void> {
+    await this.db.query(`DELETE FROM idempotency_keys WHERE id = $1 AND owner_token = $2 AND status = 'in_progress'`, [claim.id, claim.token]);
+  }
+
+  /** Deletes records past their 24-hour window; returns how many. */
+  async purgeExpired(limit = 1000): Promise<number> {
+    const rows = await this.db.query(
+      `DELETE FROM idempotency_keys WHERE id IN (
+         SELECT id FROM idempotency_keys WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2
+       ) RETURNING id`,
+      [this.clock.now(), limit],
+    );
+    return rows.length;
+  }
+}

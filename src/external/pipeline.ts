@@ -1,0 +1,376 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { whitelistAllows } from '../auth/ipWhitelist.js';
+import { authenticate, type Authenticated } from '../auth/credentials.js';
+import { signatureMatches, signV1, signV2, V2 } from '../auth/hmac.js';
+import { NonceStoreUnavailableError, type NonceStore } from '../auth/nonceStore.js';
+import type { Permission } from '../auth/permissions.js';
+import type { AppContext } from '../context.js';
+import { resolveClientIp } from '../http/clientIp.js';
+import { HMAC_DETAIL, permissionError, pipelineError, SHAPE1, workedFalse } from '../http/errors.js';
+import { CanonicalJsonError, canonicalize } from '../lib/canonicalJson.js';
+import { camelToSnake, convertKeys, snakeToCamel } from '../lib/keyCase.js';
+import type { FixedWindowCounter, WindowHit } from '../ratelimit/fixedWindow.js';
+import { requestHash, type IdempotencyClaim, type IdempotencyStore } from './idempotency.js';
+
+/**
+ * The request pipeline of the external API, in the spec's order ("Request pipeline" table). Every
+ * request under /api/external runs these stages; the first failing one answers, before any business
+ * logic. Stages 1-4 need no body and run as soon as the request arrives (an unauthenticated body is
+ * never read); 5-8 run once the body has been received.
+ *
+ *   #  stage            methods            failure
+ *   1  content type     POST/PUT/PATCH     415 shape 1 (+ hint)
+ *   2  X-Key-Case       all                —
+ *   3  credentials      all                401 shape 1
+ *   4  IP whitelist     all                403 shape 1
+ *   5  HMAC signature   POST               400/401/403 shape 3, 409/503 (v2 nonce)
+ *   6  rate limit       all but /balance   429 shape 1, Retry-After: 60
+ *   7  permission       all                403 shape 2
+ *   8  idempotency      POST               400 shape 1; replay of a stored 2xx answer
+ */
+
+/** Route options of external routes (`config` of a Fastify route). */
+export interface ExternalRouteConfig {
+  /** The permission the route requires; null for routes the spec gives none (authentication only). */
+  permission: Permission | null;
+  /** false for GET /balance, which the spec exempts from the rate limiter. */
+  rateLimit?: boolean;
+}
+
+/** What the pipeline learned about a request, for the stages after it and the handler. */
+export interface ExternalState {
+  camelCase: boolean;
+  clientIp: string;
+  auth?: Authenticated;
+  canonicalBody?: string;
+  rateLimit?: WindowHit;
+  idempotencyKey?: string;
+  claim?: IdempotencyClaim;
+}
+
+/** The authenticated caller, as handlers see it. */
+export interface Principal {
+  clientId: string;
+  merchantId: number;
+  /** The account the key operates on (its own, or the merchant's first account). */
+  accountId: number;
+  /** The key's own account, null for a merchant-wide key (webhooks registered with it are global). */
+  keyAccountId: number | null;
+  permissions: readonly string[];
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    ext: ExternalState;
+  }
+  interface FastifyContextConfig {
+    permission?: Permission | null;
+    rateLimit?: boolean;
+  }
+}
+
+export interface PipelineDeps {
+  ctx: AppContext;
+  nonces: NonceStore;
+  rateLimiter: FixedWindowCounter;
+  idempotency: IdempotencyStore;
+}
+
+type Phase = 'onRequest' | 'preHandler';
+interface Stage {
+  n: number;
+  name: string;
+  phase: Phase;
+  applies(req: FastifyRequest): boolean;
+  /** Throws an HttpError to answer, returns 'answered' when it sent a reply itself. */
+  run(req: FastifyRequest, reply: FastifyReply, deps: PipelineDeps): Promise<void | 'answered'>;
+}
+
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+const ACCEPTED_MEDIA_TYPES = new Set(['application/json', 'multipart/form-data']);
+const NONCE_TTL_SECONDS = 2 * V2.toleranceSeconds;
+
+function header(req: FastifyRequest, name: string): string | undefined {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+function hasBody(req: FastifyRequest): boolean {
+  const length = header(req, 'content-length');
+  return (length !== undefined && length !== '0') || header(req, 'transfer-encoding') !== undefined;
+}
+
+function auth(req: FastifyRequest): Authenticated {
+  if (!req.ext.auth) throw new Error('pipeline stage ran before authentication');
+  return req.ext.auth;
+}
+
+export const STAGES: readonly Stage[] = [
+  {
+    n: 1,
+    name: 'content-type',
+    phase: 'onRequest',
+    applies: (req) => BODY_METHODS.has(req.method) && hasBody(req),
+    async run(req) {
+      const mediaType = (header(req, 'content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+      if (!ACCEPTED_MEDIA_TYPES.has(mediaType)) {
+        throw pipelineError(415, SHAPE1.unsupportedMediaType, {
+          hint:
+            mediaType === 'application/x-www-form-urlencoded'
+              ? 'curl -d sends application/x-www-form-urlencoded by default; add -H "Content-Type: application/json"'
+              : 'Send the body as JSON with the header Content-Type: application/json',
+        });
+      }
+    },
+  },
+  {
+    n: 2,
+    name: 'key-case',
+    phase: 'onRequest',
+    applies: () => true,
+    async run(req) {
+      req.ext.camelCase = (header(req, 'x-key-case') ?? '').trim().toLowerCase() === 'camelcase';
+      if (req.ext.camelCase && req.query && typeof req.query === 'object') {
+        req.query = convertKeys(req.query, camelToSnake);
+      }
+    },
+  },
+  {
+    n: 3,
+    name: 'credentials',
+    phase: 'onRequest',
+    applies: () => true,
+    async run(req, _reply, { ctx }) {
+      const result = await authenticate(ctx.db, ctx.clock, header(req, 'authorization'));
+      if (!('key' in result)) throw result;
+      req.ext.auth = result;
+    },
+  },
+  {
+    n: 4,
+    name: 'ip-whitelist',
+    phase: 'onRequest',
+    applies: () => true,
+    async run(req) {
+      const { key } = auth(req);
+      if (key.ip_whitelist.length === 0) throw pipelineError(403, SHAPE1.emptyWhitelist);
+      if (!whitelistAllows(key.ip_whitelist, req.ext.clientIp)) throw pipelineError(403, SHAPE1.ipNotListed);
+      if (key.operating_account_id === null || key.account_status !== 'active' || key.merchant_status !== 'active') {
+        throw pipelineError(403, SHAPE1.accountInactive);
+      }
+    },
+  },
+  {
+    n: 5,
+    name: 'hmac',
+    phase: 'preHandler',
+    applies: (req) => req.method === 'POST',
+    async run(req, _reply, { ctx, nonces }) {
+      const { key, clientSecret } = auth(req);
+      if (!key.hmac_enabled) throw workedFalse(403, HMAC_DETAIL.notConfigured);
+      const version = header(req, 'x-signature-version');
+      if (version === undefined && ctx.config.appEnv === 'homologation') throw workedFalse(401, HMAC_DETAIL.v2Required);
+      const signature = header(req, 'hmac');
+      if (!signature) throw workedFalse(401, HMAC_DETAIL.missing);
+      const raw = rawBody(req.body);
+      if (raw === null || raw.trim() === '') throw workedFalse(400, HMAC_DETAIL.bodyRequired);
+      let canonical: string;
+      try {
+        canonical = canonicalize(raw);
+      } catch (err) {
+        if (err instanceof CanonicalJsonError) throw workedFalse(400, HMAC_DETAIL.bodyNotJson);
+        throw err;
+      }
+
+      if (version === undefined) {
+        if (!signatureMatches(signature, signV1(clientSecret, canonical))) throw workedFalse(401, HMAC_DETAIL.invalid);
+      } else {
+        if (version.trim() !== '2') throw workedFalse(400, 'X-Signature-Version must be 2');
+        const timestamp = header(req, 'x-request-timestamp') ?? '';
+        if (!/^\d{1,12}$/.test(timestamp)) throw workedFalse(400, 'X-Request-Timestamp must be Unix time in seconds');
+        const skew = Math.abs(ctx.clock.now().getTime() / 1000 - Number(timestamp));
+        if (skew > V2.toleranceSeconds) throw workedFalse(401, 'Request timestamp is outside the 300-second tolerance');
+        const nonce = header(req, 'x-request-nonce') ?? '';
+        if (!V2.nonce.test(nonce)) {
+          throw workedFalse(400, 'X-Request-Nonce must be 16 to 128 characters from A-Z a-z 0-9 . _ ~ -');
+        }
+        const idempotencyKey = header(req, 'idempotency-key') ?? '';
+        if (idempotencyKey.length < V2.idempotencyKeyMin || idempotencyKey.length > V2.idempotencyKeyMax) {
+          throw workedFalse(400, 'Idempotency-Key is required with signature version 2 (8 to 256 characters)');
+        }
+        const expected = signV2(clientSecret, {
+          timestamp,
+          nonce,
+          method: req.method,
+          path: req.url.split('?')[0]!,
+          idempotencyKey,
+          canonicalBody: canonical,
+        });
+        if (!signatureMatches(signature, expected)) throw workedFalse(401, HMAC_DETAIL.invalid);
+        let claim;
+        try {
+          claim = await nonces.claim(key.client_id, nonce, expected, NONCE_TTL_SECONDS);
+        } catch (err) {
+          if (err instanceof NonceStoreUnavailableError) {
+            req.log.error({ err: err.message }, 'nonce store unavailable');
+            throw workedFalse(503, 'Replay protection is unavailable; the request was not executed', { 'retry-after': '5' });
+          }
+          throw err;
+        }
+        if (claim === 'conflict') throw workedFalse(409, 'X-Request-Nonce was already used for a different request');
+      }
+      req.ext.canonicalBody = canonical;
+      const parsed: unknown = JSON.parse(raw);
+      req.body = req.ext.camelCase ? convertKeys(parsed, camelToSnake) : parsed;
+    },
+  },
+  {
+    n: 6,
+    name: 'rate-limit',
+    phase: 'preHandler',
+    applies: (req) => req.routeOptions.config.rateLimit !== false,
+    async run(req, _reply, { ctx, rateLimiter }) {
+      let hit: WindowHit;
+      try {
+        hit = await rateLimiter.hit(`ext:${req.ext.clientIp}`, ctx.config.rateLimitPerMinute, 60);
+      } catch (err) {
+        // The limiter protects capacity, not money: when its store is down, requests pass.
+        req.log.warn({ err: (err as Error).message }, 'rate limiter unavailable; request allowed');
+        return;
+      }
+      if (!hit.allowed) throw pipelineError(429, SHAPE1.rateLimited, {}, { 'retry-after': '60' });
+      req.ext.rateLimit = hit;
+    },
+  },
+  {
+    n: 7,
+    name: 'permission',
+    phase: 'preHandler',
+    applies: () => true,
+    async run(req) {
+      const permission = req.routeOptions.config.permission;
+      if (permission === undefined) throw new Error(`route ${req.routeOptions.url} declares no permission`);
+      if (permission !== null && !auth(req).key.permissions.includes(permission)) throw permissionError(permission);
+    },
+  },
+  {
+    n: 8,
+    name: 'idempotency',
+    phase: 'preHandler',
+    applies: (req) => req.method === 'POST' && (header(req, 'idempotency-key') ?? '') !== '',
+    async run(req, reply, { idempotency }) {
+      const key = header(req, 'idempotency-key')!;
+      if (key.length > 256) throw pipelineError(400, SHAPE1.idempotencyKeyTooLong);
+      req.ext.idempotencyKey = key;
+      const result = await idempotency.claim(
+        { merchantId: auth(req).key.merchant_id, method: req.method, path: req.url.split('?')[0]!, key },
+        requestHash(req.ext.canonicalBody ?? ''),
+      );
+      switch (result.kind) {
+        case 'claimed':
+          req.ext.claim = result.claim;
+          return;
+        case 'replay':
+          await reply
+            .code(result.answer.statusCode)
+            .header('content-type', 'application/json; charset=utf-8')
+            .header('x-idempotent-replay', 'true')
+            .send(result.answer.body);
+          return 'answered';
+        case 'mismatch':
+          throw pipelineError(409, 'Idempotency-Key was already used with a different request body');
+        case 'busy':
+          throw pipelineError(409, 'A request with this Idempotency-Key is still being processed; retry later');
+      }
+    },
+  },
+];
+
+function rawBody(body: unknown): string | null {
+  if (body === undefined || body === null) return null;
+  if (Buffer.isBuffer(body)) {
+    try {
+      return new TextDecoder('utf-8', { fatal: true }).decode(body);
+    } catch {
+      return '\uFFFD'; // not UTF-8: reported as invalid JSON
+    }
+  }
+  return typeof body === 'string' ? body : null;
+}
+
+/** The principal of an authenticated request (call from handlers only). */
+export function principal(req: FastifyRequest): Principal {
+  const { key } = auth(req);
+  return {
+    clientId: key.client_id,
+    merchantId: key.merchant_id,
+    accountId: key.operating_account_id!,
+    keyAccountId: key.account_id,
+    permissions: key.permissions,
+  };
+}
+
+/** The exact bytes a payload is sent as on this request (key case applied). */
+export function serializeFor(req: FastifyRequest, payload: unknown): string {
+  return JSON.stringify(req.ext.camelCase ? convertKeys(payload, snakeToCamel) : payload);
+}
+
+/**
+ * For handlers whose operation writes: records the answer in the operation's own database
+ * transaction, so an executed operation always has its idempotency record (no-op without an
+ * Idempotency-Key). Call it last inside the transaction, with the status and payload the handler
+ * will send.
+ */
+export async function recordAnswer(req: FastifyRequest, tx: Parameters<IdempotencyClaim['record']>[0], statusCode: number, payload: unknown) {
+  if (req.ext.claim && statusCode >= 200 && statusCode < 300) {
+    await req.ext.claim.record(tx, statusCode, serializeFor(req, payload));
+  }
+}
+
+/** Installs the stages as two ordered hooks, and the response side (key case, headers, idempotency). */
+export function installPipeline(app: FastifyInstance, deps: PipelineDeps) {
+  const { ctx, idempotency } = deps;
+  const byPhase = (phase: Phase) => STAGES.filter((s) => s.phase === phase);
+  const runPhase = (stages: readonly Stage[]) =>
+    async function pipelinePhase(req: FastifyRequest, reply: FastifyReply) {
+      for (const stage of stages) {
+        // An unknown path is authenticated (stages 1-4) and then answered 404, nothing more.
+        if (req.is404 && stage.phase === 'preHandler') continue;
+        if (!stage.applies(req)) continue;
+        if ((await stage.run(req, reply, deps)) === 'answered') return reply;
+      }
+    };
+
+  app.decorateRequest('ext', null as unknown as ExternalState);
+  app.addHook('onRequest', async (req) => {
+    req.ext = { camelCase: false, clientIp: resolveClientIp(req.socket.remoteAddress ?? '', req.headers['x-forwarded-for'], ctx.config.trustedProxies) };
+  });
+  app.addHook('onRequest', runPhase(byPhase('onRequest')));
+  app.addHook('preHandler', runPhase(byPhase('preHandler')));
+
+  // Bodies reach stage 5 as raw bytes: the signature covers them as transmitted.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+
+  app.addHook('preSerialization', async (req, _reply, payload) =>
+    req.ext?.camelCase ? convertKeys(payload, snakeToCamel) : payload,
+  );
+
+  app.addHook('onSend', async (req, reply, payload) => {
+    const state = req.ext;
+    if (!state) return payload;
+    const ok = reply.statusCode >= 200 && reply.statusCode < 300;
+    if (state.rateLimit && ok) void reply.header('x-ratelimit-remaining', String(state.rateLimit.remaining));
+    if (state.idempotencyKey !== undefined) void reply.header('idempotency-key', state.idempotencyKey);
+    const claim = state.claim;
+    if (!claim) return payload;
+    state.claim = undefined; // settle the claim once, even if onSend runs again for an error
+    if (claim.recorded) return claim.recorded.body;
+    if (ok && typeof payload === 'string') {
+      await idempotency.complete(claim, { statusCode: reply.statusCode, body: payload });
+    } else {
+      await idempotency.release(claim);
+    }
+    return payload;
+  });
+}

@@ -1,0 +1,17 @@
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../context.js';
+import { installPipeline } from './pipeline.js';
+import { accountRoutes } from './account.routes.js';
+
+/** Extra route plugins mounted behind the pipeline (tests use it to exercise the stages). */
+export type ExternalPlugin = (app: FastifyInstance, ctx: AppContext) => Promise<void>;
+
+/** The merchant API of the spec, under /api/external, every route behind the request pipeline. */
+export function externalRoutes(ctx: AppContext, extra: readonly ExternalPlugin[] = []) {
+  return async function plugin(app: FastifyInstance) {
+    installPipeline(app, { ctx, nonces: ctx.nonces, rateLimiter: ctx.rateCounter, idempotency: ctx.idempotency });
+    app.setNotFoundHandler((_req, reply) => reply.code(404).send({ errors: { not_found: 'route not found' } }));
+    await accountRoutes(app, ctx);
+    for (const register of extra) await register(app, ctx);
+  };
+}
