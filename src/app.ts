@@ -3,6 +3,7 @@ import { adminRoutes } from './admin/routes.js';
 import type { AppContext } from './context.js';
 import { externalRoutes, type ExternalPlugin } from './external/routes.js';
 import { healthRoutes } from './health.js';
+import { sandboxRoutes } from './sandbox/routes.js';
 import { errorHandler } from './http/errorHandler.js';
 import { genRequestId } from './http/requestId.js';
 
@@ -42,5 +43,6 @@ export async function buildApp(ctx: AppContext, options: { externalPlugins?: rea
   await app.register(healthRoutes(ctx));
   await app.register(adminRoutes(ctx), { prefix: '/api/admin' });
   await app.register(externalRoutes(ctx, options.externalPlugins), { prefix: '/api/external' });
+  await app.register(sandboxRoutes(ctx), { prefix: '/api/sandbox' });
   return app;
 }

@@ -1,0 +1,16 @@
+import type { FastifyInstance } from 'fastify';
+import { requireAdminToken } from '../admin/routes.js';
+import type { AppContext } from '../context.js';
+
+/**
+ * Rail simulator controls (contract section 4), under /api/sandbox, behind the admin bearer token.
+ * Not served when APP_ENV=production (the prefix answers 404). Each domain registers its own
+ * sandbox routes here.
+ */
+export function sandboxRoutes(ctx: AppContext) {
+  return async function plugin(app: FastifyInstance) {
+    app.setNotFoundHandler((_req, reply) => reply.code(404).send({ errors: { not_found: 'route not found' } }));
+    if (ctx.config.appEnv === 'production') return;
+    app.addHook('onRequest', requireAdminToken(ctx.config.adminToken));
+  };
+}
