@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { findCentralKey } from '../auth/centralKeys.js';
+import { findCentralKey, type CentralKeyRow } from '../auth/centralKeys.js';
 import type { AppContext } from '../context.js';
 import { BoletoError, RATE_LIMITED_MESSAGE } from './errors.js';
 import {
@@ -64,7 +64,7 @@ async function authenticate(ctx: AppContext, request: FastifyRequest): Promise<C
   const header = request.headers['x-api-key'];
   const apiKey = typeof header === 'string' ? header.trim() : '';
   if (apiKey === '') return new BoletoError('UNAUTHORIZED', 'Missing API key. Send it in the X-API-Key header.');
-  let key;
+  let key: CentralKeyRow | undefined;
   try {
     key = await findCentralKey(ctx.db, apiKey);
   } catch (err) {

@@ -32,20 +32,8 @@ const BOLETO_COLUMNS = `id, central_key_id, nosso_numero, amount_cents, due_date
   payer_name, beneficiary_ispb, beneficiary_name, beneficiary_account_id, barcode, linha_digitavel, status,
   paid_at, cancelled_at, settlement_id, settled_at, created_at, updated_at`;
 
-export interface NewBoleto {
-  central_key_id: number;
-  nosso_numero: string;
-  amount_cents: number;
-  due_date: string;
-  payer_document: string;
-  payer_name: string;
-  beneficiary_ispb: string;
-  beneficiary_name: string;
-  beneficiary_account_id: number | null;
-  barcode: string;
-  linha_digitavel: string;
-  created_at: Date;
-}
+/** What a new boleto is inserted with; status, timestamps of events and settlement start empty. */
+export type NewBoleto = Omit<BoletoRow, 'id' | 'status' | 'paid_at' | 'cancelled_at' | 'settlement_id' | 'settled_at' | 'updated_at'>;
 
 /** Inserts a boleto; null when the key already has one with that nosso_numero. */
 export async function insertBoleto(sql: Sql, b: NewBoleto): Promise<BoletoRow | null> {

@@ -405,3 +405,19 @@ describe.each(BACKENDS)('boleto central API on %s', (backend) => {
     });
   });
 });
+
+describe('boleto central API without its database', () => {
+  it('answers 503 in the envelope, with the rate-limit headers', async () => {
+    const s = await startTestServer({ workers: false });
+    try {
+      const c = await centralClient(s);
+      await s.database.db.close();
+      const res = await c.call('GET', '/health');
+      expect(res.status).toBe(503);
+      expect(res.body.error).toEqual({ code: 'SERVICE_UNAVAILABLE', message: expect.any(String), details: {} });
+      expect(res.headers.get('x-ratelimit-limit')).toBe('1000');
+    } finally {
+      await s.close();
+    }
+  });
+});
