@@ -5,12 +5,10 @@ import { BoletoError, RATE_LIMITED_MESSAGE } from './errors.js';
 import {
   BoletoRateLimiter,
   bucketFor,
-  FallbackRateLimitStore,
-  MemoryRateLimitStore,
-  RedisRateLimitStore,
+  FallbackWindowCounter,
+  MemoryWindowsByLength,
   type BoletoEndpoint,
   type RateLimitDecision,
-  type RateLimitStore,
 } from './rateLimit.js';
 import type { CentralCaller } from './service.js';
 
@@ -31,21 +29,21 @@ export interface BoletoRouteConfig {
 const limiters = new WeakMap<AppContext, BoletoRateLimiter>();
 
 /**
- * The rate limiter of an app context (one per context, so every plugin instance and test sees the
- * same counters): Redis when `ctx.redis` is set, falling back to process memory while Redis fails;
- * process memory otherwise.
+ * The boleto limiter of an app context (one per context, so the plugin and tests see the same
+ * counters). With Redis: the shared `ctx.rateCounter`, falling back to process memory while Redis
+ * fails (the external API fails open instead; this API keeps answering with its headers). Without
+ * Redis: process memory.
  */
 export function boletoRateLimiter(ctx: AppContext): BoletoRateLimiter {
   let limiter = limiters.get(ctx);
   if (!limiter) {
-    const nowMs = () => ctx.clock.now().getTime();
-    const memory = new MemoryRateLimitStore(nowMs);
-    const store: RateLimitStore = ctx.redis
-      ? new FallbackRateLimitStore(new RedisRateLimitStore(ctx.redis), memory, (err) =>
+    const memory = new MemoryWindowsByLength(ctx.clock);
+    const counter = ctx.redis
+      ? new FallbackWindowCounter(ctx.rateCounter, memory, (err) =>
           ctx.log.warn({ err: err.message }, 'boleto rate limits: Redis unavailable, counting in process memory'),
         )
       : memory;
-    limiter = new BoletoRateLimiter(store, ctx.config.appEnv, nowMs);
+    limiter = new BoletoRateLimiter(counter, ctx.config.appEnv);
     limiters.set(ctx, limiter);
   }
   return limiter;
@@ -79,7 +77,7 @@ async function authenticate(ctx: AppContext, request: FastifyRequest): Promise<C
 function setRateLimitHeaders(reply: FastifyReply, d: RateLimitDecision) {
   void reply.header('x-ratelimit-limit', String(d.limit));
   void reply.header('x-ratelimit-remaining', String(d.remaining));
-  void reply.header('x-ratelimit-reset', String(d.resetSeconds));
+  void reply.header('x-ratelimit-reset', String(d.resetAt));
 }
 
 function hasBody(request: FastifyRequest): boolean {
@@ -99,8 +97,8 @@ export function boletoPipeline(ctx: AppContext) {
       throw new BoletoError(
         'RATE_LIMITED',
         RATE_LIMITED_MESSAGE,
-        { limit: decision.limit, window_seconds: decision.windowSeconds, retry_after_seconds: decision.retryAfterSeconds, reset_at: decision.resetSeconds },
-        { 'retry-after': String(decision.retryAfterSeconds) },
+        { limit: decision.limit, window_seconds: decision.windowSeconds, retry_after_seconds: decision.retryAfter, reset_at: decision.resetAt },
+        { 'retry-after': String(decision.retryAfter) },
       );
     }
     if (auth instanceof BoletoError) throw auth;

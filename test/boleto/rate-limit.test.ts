@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { boletoRateLimiter } from '../../src/boleto/pipeline.js';
-import { BOLETO_RATE_LIMITS, BoletoRateLimiter, bucketFor, effectiveLimit, type BoletoEndpoint } from '../../src/boleto/rateLimit.js';
+import { BOLETO_RATE_LIMITS, bucketFor, effectiveLimit, type BoletoEndpoint } from '../../src/boleto/rateLimit.js';
 import type { AppEnv } from '../../src/config.js';
 import { openTestRedis, REDIS_VARIANTS } from '../helpers/redis.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -14,8 +14,8 @@ import { boletoInput, centralClient, centralRequest, inBatches, ManualClock, T0,
  * straddles a window boundary.
  *
  * Rows of up to 100 requests are exhausted with real requests. For the rows of 1000 (production),
- * the key's counter is first advanced to 998 in the server's own store (the same Redis, or the same
- * process-memory store), then the last two requests and the refused one go over HTTP.
+ * the key's counter is first advanced to 998 through the server's own limiter (the same Redis, or
+ * the same process-memory counters), then the last two requests and the refused one go over HTTP.
  */
 const ROWS = Object.keys(BOLETO_RATE_LIMITS) as BoletoEndpoint[];
 const UNKNOWN_SETTLEMENT = '0b9f2a7e-5c1d-4e8f-9a6b-3c2d1e0f9a8b';
@@ -82,7 +82,11 @@ describe.each(REDIS_VARIANTS)('boleto rate limits over HTTP (%s store)', (varian
     });
 
     /** Window of a row at the clock's time: [start, end) in ms. */
-    const windowOf = (row: BoletoEndpoint) => BoletoRateLimiter.window(bucketFor(row), clock.ms);
+    const windowOf = (row: BoletoEndpoint) => {
+      const windowMs = BOLETO_RATE_LIMITS[row].windowSeconds * 1000;
+      const startMs = Math.floor(clock.ms / windowMs) * windowMs;
+      return { startMs, endMs: startMs + windowMs };
+    };
 
     function expectRateLimited(a: Answer, row: BoletoEndpoint, limit: number) {
       const { endMs } = windowOf(row);
@@ -106,14 +110,13 @@ describe.each(REDIS_VARIANTS)('boleto rate limits over HTTP (%s store)', (varian
       expect(limit).toBe(appEnv === 'production' ? BOLETO_RATE_LIMITS[row].limit : BOLETO_RATE_LIMITS[row].limit / 10);
       const c = await centralClient(s);
       const { send, status } = await requestFor(row, c, clock);
-      const { startMs, endMs } = windowOf(row);
+      const { endMs } = windowOf(row);
 
       let real = limit;
       if (limit > 100) {
         real = 2;
         const limiter = boletoRateLimiter(s.ctx);
-        const bucket = bucketFor(row);
-        await limiter.store.hit(BoletoRateLimiter.key(`key:${c.keyId}`, bucket, startMs), endMs - clock.ms + 5000, limit - real);
+        await inBatches(limit - real, 200, () => limiter.consume(`key:${c.keyId}`, bucketFor(row)));
       }
       const answers = await inBatches(real, 25, () => send());
       for (const a of answers) {
@@ -162,10 +165,13 @@ describe.each(REDIS_VARIANTS)('boleto rate limits over HTTP (%s store)', (varian
     });
 
     // Last: it moves the clock.
-    it('a new window starts with a full allowance', async () => {
+    it('the hour of the trigger outlasts minute windows; a new window starts with a full allowance', async () => {
       const c = await centralClient(s);
       const limit = effectiveLimit(10, appEnv);
       await inBatches(limit, 10, () => c.call('POST', '/settlements/trigger'));
+      expect((await c.call('POST', '/settlements/trigger')).status).toBe(429);
+      clock.advance(60_000);
+      expect((await c.call('GET', '/health')).status).toBe(200);
       expect((await c.call('POST', '/settlements/trigger')).status).toBe(429);
       clock.ms = windowOf('POST /settlements/trigger').endMs;
       const next = await c.call('POST', '/settlements/trigger');
