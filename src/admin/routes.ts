@@ -100,8 +100,8 @@ export function adminRoutes(ctx: AppContext) {
 
     app.post('/central-keys', async (req, reply) => {
       const body = parseOrThrow(S.createCentralKey, req.body);
-      const { apiKey } = await createCentralKey(ctx.db, body.name);
-      return reply.code(201).send({ api_key: apiKey, name: body.name });
+      const { apiKey, accountId } = await createCentralKey(ctx.db, body.name, body.account_id ?? null);
+      return reply.code(201).send({ api_key: apiKey, name: body.name, account_id: accountId });
     });
   };
 }

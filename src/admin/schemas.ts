@@ -54,6 +54,8 @@ export const createPixKey = z.strictObject({
 
 export const createCentralKey = z.strictObject({
   name: z.string().trim().min(1).max(200),
+  /** Beneficiary account of the key's own-institution boletos (docs/boleto-api.md). */
+  account_id: id.nullable().optional(),
 });
 
 export const accountIdParam = z.strictObject({ account_id: z.string().regex(/^[1-9]\d{0,15}$/, 'must be a positive integer').transform(Number) });
