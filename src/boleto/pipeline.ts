@@ -6,11 +6,11 @@ import {
   BoletoRateLimiter,
   bucketFor,
   FallbackWindowCounter,
-  MemoryWindowsByLength,
   type BoletoEndpoint,
   type RateLimitDecision,
 } from './rateLimit.js';
 import type { CentralCaller } from './service.js';
+import { MemoryFixedWindow } from '../ratelimit/fixedWindow.js';
 
 /**
  * The request pipeline of the boleto central API, one onRequest hook, before the body is read:
@@ -37,12 +37,11 @@ const limiters = new WeakMap<AppContext, BoletoRateLimiter>();
 export function boletoRateLimiter(ctx: AppContext): BoletoRateLimiter {
   let limiter = limiters.get(ctx);
   if (!limiter) {
-    const memory = new MemoryWindowsByLength(ctx.clock);
     const counter = ctx.redis
-      ? new FallbackWindowCounter(ctx.rateCounter, memory, (err) =>
+      ? new FallbackWindowCounter(ctx.rateCounter, new MemoryFixedWindow(ctx.clock), (err) =>
           ctx.log.warn({ err: err.message }, 'boleto rate limits: Redis unavailable, counting in process memory'),
         )
-      : memory;
+      : ctx.rateCounter;
     limiter = new BoletoRateLimiter(counter, ctx.config.appEnv);
     limiters.set(ctx, limiter);
   }

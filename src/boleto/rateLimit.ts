@@ -1,6 +1,5 @@
 import type { AppEnv } from '../config.js';
-import type { Clock } from '../lib/clock.js';
-import { MemoryFixedWindow, type FixedWindowCounter, type WindowHit } from '../ratelimit/fixedWindow.js';
+import type { FixedWindowCounter, WindowHit } from '../ratelimit/fixedWindow.js';
 
 /**
  * Rate limits of the boleto central API: the spec's production table, per API key and endpoint,
@@ -55,26 +54,6 @@ export function effectiveLimit(productionLimit: number, appEnv: AppEnv): number 
 
 export function enforces(appEnv: AppEnv): boolean {
   return appEnv !== 'local';
-}
-
-/**
- * Process-memory counters, one MemoryFixedWindow per window length. A MemoryFixedWindow drops the
- * counters older than the window length of the hit it is counting, so an hour counter sharing an
- * instance with minute counters would be dropped every minute.
- */
-export class MemoryWindowsByLength implements FixedWindowCounter {
-  private readonly byLength = new Map<number, MemoryFixedWindow>();
-
-  constructor(private readonly clock: Clock) {}
-
-  hit(key: string, limit: number, windowSeconds: number): Promise<WindowHit> {
-    let counter = this.byLength.get(windowSeconds);
-    if (!counter) {
-      counter = new MemoryFixedWindow(this.clock);
-      this.byLength.set(windowSeconds, counter);
-    }
-    return counter.hit(key, limit, windowSeconds);
-  }
 }
 
 /**

@@ -6,7 +6,6 @@ import {
   bucketFor,
   effectiveLimit,
   FallbackWindowCounter,
-  MemoryWindowsByLength,
 } from '../../src/boleto/rateLimit.js';
 import { MemoryFixedWindow, RedisFixedWindow } from '../../src/ratelimit/fixedWindow.js';
 import { ManualClock } from './helpers.js';
@@ -39,7 +38,7 @@ describe('BoletoRateLimiter', () => {
 
   it('counts per caller and endpoint in windows aligned to the clock; minute traffic does not reset the hour', async () => {
     const clock = new ManualClock(Date.UTC(2026, 10, 21, 10, 15, 30, 250));
-    const limiter = new BoletoRateLimiter(new MemoryWindowsByLength(clock), 'homologation');
+    const limiter = new BoletoRateLimiter(new MemoryFixedWindow(clock), 'homologation');
     for (let i = 1; i <= 10; i++) {
       const d = await limiter.consume('key:1', minute);
       expect(d).toMatchObject({ limit: 10, remaining: 10 - i, allowed: true, resetAt: Date.UTC(2026, 10, 21, 10, 16) / 1000, retryAfter: 30, windowSeconds: 60 });
@@ -54,7 +53,7 @@ describe('BoletoRateLimiter', () => {
   });
 
   it('in local, counts and reports production’s numbers but never refuses', async () => {
-    const limiter = new BoletoRateLimiter(new MemoryWindowsByLength(new ManualClock(Date.UTC(2026, 0, 1))), 'local');
+    const limiter = new BoletoRateLimiter(new MemoryFixedWindow(new ManualClock(Date.UTC(2026, 0, 1))), 'local');
     for (let i = 0; i < 10; i++) await limiter.consume('key:1', hour);
     expect(await limiter.consume('key:1', hour)).toMatchObject({ limit: 10, remaining: 0, allowed: true });
   });
