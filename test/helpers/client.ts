@@ -108,9 +108,9 @@ export interface MerchantFixture {
 /** A merchant, its account (optionally funded) and an API key. */
 export async function merchantWithKey(
   server: TestServer,
-  options: { permissions?: string[]; ipWhitelist?: string[]; hmac?: boolean; expiresAt?: string; depositCents?: number; accountScoped?: boolean } = {},
+  options: { name?: string; permissions?: string[]; ipWhitelist?: string[]; hmac?: boolean; expiresAt?: string; depositCents?: number; accountScoped?: boolean } = {},
 ): Promise<MerchantFixture> {
-  const m = await server.admin('POST', '/merchants', { name: 'Loja Teste', document: validCnpj() });
+  const m = await server.admin('POST', '/merchants', { name: options.name ?? 'Loja Teste', document: validCnpj() });
   if (m.status !== 201) throw new Error(`merchant: ${JSON.stringify(m.body)}`);
   const k = await server.admin('POST', '/api-keys', {
     merchant_id: m.body.merchant_id,
