@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expireDueCharges, matchInboundPayment } from '../src/pix/cashin/charges.js';
 import { markPaid } from '../src/pix/cashin/repository.js';
-import { merchantWithKey, type MerchantFixture } from './helpers/client.js';
+import { addPixKey, merchantWithKey, type MerchantFixture } from './helpers/client.js';
 import { BACKENDS, openTestDatabase } from './helpers/db.js';
 import { eventually, ManualClock } from './helpers/fixtures.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
@@ -25,8 +25,7 @@ async function expiredBy(s: TestServer, transactionId: string) {
 
 async function merchantWithPixKey(s: TestServer): Promise<MerchantFixture> {
   const m = await merchantWithKey(s);
-  const key = await s.admin('POST', '/pix-keys', { account_id: m.accountId, type: 'evp' });
-  expect(key.status).toBe(201);
+  await addPixKey(s, m.accountId, 'evp');
   return m;
 }
 

@@ -1,48 +1,15 @@
-import { crc32, inflateSync } from 'node:zlib';
-import QRCode from 'qrcode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeBrCode } from '../src/lib/brcode.js';
 import { CHARGE } from '../src/pix/cashin/charges.js';
-import { QR_IMAGE } from '../src/pix/cashin/qrImage.js';
 import { insertTransaction, TX_STATUS } from '../src/transactions/repository.js';
-import { merchantWithKey, type MerchantFixture } from './helpers/client.js';
+import { addPixKey, merchantWithKey, type MerchantFixture } from './helpers/client.js';
 import { BACKENDS } from './helpers/db.js';
 import { crcCcittFalse, emvFields } from './helpers/emv.js';
 import { ManualClock } from './helpers/fixtures.js';
+import { expectQrImageOf } from './helpers/png.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-
-/** A PNG read back from its bytes: chunk CRCs checked, IDAT inflated, scan lines unfiltered. */
-function readPng(png: Buffer) {
-  expect([...png.subarray(0, 8)]).toEqual([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
-  const chunks: { type: string; data: Buffer }[] = [];
-  for (let at = 8; at < png.length; ) {
-    const length = png.readUInt32BE(at);
-    const type = png.toString('latin1', at + 4, at + 8);
-    const data = png.subarray(at + 8, at + 8 + length);
-    expect(png.readUInt32BE(at + 8 + length)).toBe(crc32(png.subarray(at + 4, at + 8 + length)) >>> 0);
-    chunks.push({ type, data });
-    at += 12 + length;
-  }
-  expect(chunks.map((c) => c.type)).toEqual(['IHDR', 'IDAT', 'IEND']);
-  const ihdr = chunks[0]!.data;
-  const width = ihdr.readUInt32BE(0);
-  const height = ihdr.readUInt32BE(4);
-  expect([...ihdr.subarray(8)]).toEqual([1, 0, 0, 0, 0]); // 1-bit grayscale, no interlace
-  const raw = inflateSync(chunks[1]!.data);
-  const stride = Math.ceil(width / 8) + 1;
-  expect(raw.length).toBe(stride * height);
-  for (let y = 0; y < height; y++) expect(raw[y * stride]).toBe(0); // filter type "none" on every line
-  return {
-    width,
-    height,
-    /** true = black */
-    black(x: number, y: number) {
-      return (raw[y * stride + 1 + (x >> 3)]! & (0x80 >> (x & 7))) === 0;
-    },
-  };
-}
 
 async function outbox(s: TestServer, subject: string) {
   return s.ctx.db.query<{ event: string; payload: any }>('SELECT event, payload FROM outbox_events WHERE subject = $1 ORDER BY id', [subject]);
@@ -51,12 +18,6 @@ async function outbox(s: TestServer, subject: string) {
 async function countCharges(s: TestServer, accountId: number) {
   const [row] = await s.ctx.db.query<{ n: number }>("SELECT count(*)::bigint AS n FROM transactions WHERE account_id = $1 AND kind = 'charge'", [accountId]);
   return row!.n;
-}
-
-async function addKey(s: TestServer, accountId: number, type: string, key?: string): Promise<string> {
-  const res = await s.admin('POST', '/pix-keys', { account_id: accountId, type, ...(key ? { key } : {}) });
-  if (res.status !== 201) throw new Error(JSON.stringify(res.body));
-  return res.body.key;
 }
 
 describe.each(BACKENDS)('POST /pix/cash-in on %s', (backend) => {
@@ -69,8 +30,8 @@ describe.each(BACKENDS)('POST /pix/cash-in on %s', (backend) => {
     s = await startTestServer({ backend, clock });
     m = await merchantWithKey(s);
     // The e-mail key is older, yet charges use the random key by default.
-    email = await addKey(s, m.accountId, 'email', `loja${m.accountId}@example.com`);
-    evp = await addKey(s, m.accountId, 'evp');
+    email = await addPixKey(s, m.accountId, 'email', `loja${m.accountId}@example.com`);
+    evp = await addPixKey(s, m.accountId, 'evp');
   });
   afterAll(async () => s?.close());
 
@@ -165,11 +126,12 @@ describe.each(BACKENDS)('POST /pix/cash-in on %s', (backend) => {
     const emv: string = res.body.emv;
 
     const d = decodeBrCode(emv); // checks CRC, GUI, currency, country
-    expect(d).toMatchObject({ key: evp, url: null, amountCents: 123_456, txid: res.body.txid, merchantName: 'Loja Teste', merchantCity: 'SAO PAULO' });
+    expect(d).toMatchObject({ key: evp, url: null, amountCents: 123_456, txid: res.body.txid, merchantName: 'Loja Teste', merchantCity: 'SAO PAULO', singleUse: true });
 
     const f = emvFields(emv);
-    expect([...f.keys()]).toEqual(['00', '26', '52', '53', '54', '58', '59', '60', '62', '63']);
+    expect([...f.keys()]).toEqual(['00', '01', '26', '52', '53', '54', '58', '59', '60', '62', '63']);
     expect(f.get('00')).toBe('01');
+    expect(f.get('01')).toBe('12'); // point of initiation: single use
     const account = emvFields(f.get('26')!);
     expect(account.get('00')).toBe('br.gov.bcb.pix');
     expect(account.get('01')).toBe(evp);
@@ -187,7 +149,7 @@ describe.each(BACKENDS)('POST /pix/cash-in on %s', (backend) => {
 
   it('a long merchant name is cut to 25 plain characters in the BR Code', async () => {
     const other = await merchantWithKey(s, { name: 'Comércio de Alimentos Saudáveis & Naturais Ltda' });
-    await addKey(s, other.accountId, 'evp');
+    await addPixKey(s, other.accountId, 'evp');
     const res = await other.client.post('/pix/cash-in', { amount: 1 });
     expect(res.status).toBe(201);
     expect(emvFields(res.body.emv).get('59')).toBe('Comercio de Alimentos Sau');
@@ -196,20 +158,7 @@ describe.each(BACKENDS)('POST /pix/cash-in on %s', (backend) => {
 
   it('the QR image is a PNG of exactly the QR symbol of the BR Code, with a 4-module quiet zone', async () => {
     const res = await m.client.post('/pix/cash-in', { amount: 990 });
-    const png = Buffer.from(res.body.qr_code_image.split(',')[1], 'base64');
-    const image = readPng(png);
-    const symbol = QRCode.create(res.body.emv, { errorCorrectionLevel: 'M' }).modules;
-    const { scale, margin } = QR_IMAGE;
-    expect(image.width).toBe((symbol.size + 2 * margin) * scale);
-    expect(image.height).toBe(image.width);
-    for (let y = 0; y < image.height; y++) {
-      for (let x = 0; x < image.width; x++) {
-        const r = Math.floor(y / scale) - margin;
-        const c = Math.floor(x / scale) - margin;
-        const dark = r >= 0 && c >= 0 && r < symbol.size && c < symbol.size && symbol.get(r, c) === 1;
-        if (image.black(x, y) !== dark) throw new Error(`pixel (${x}, ${y}) should be ${dark ? 'black' : 'white'}`);
-      }
-    }
+    expectQrImageOf(res.body.qr_code_image, res.body.emv);
   });
 
   it('pix_key chooses one of the account’s active keys; another key is 422', async () => {
@@ -231,7 +180,7 @@ describe.each(BACKENDS)('POST /pix/cash-in on %s', (backend) => {
     let res = await bare.client.post('/pix/cash-in', { amount: 100 });
     expect(res.status).toBe(422);
     expect(res.body).toEqual(expected);
-    const key = await addKey(s, bare.accountId, 'evp');
+    const key = await addPixKey(s, bare.accountId, 'evp');
     await s.ctx.db.query("UPDATE pix_keys SET status = 'inactive' WHERE key = $1", [key]);
     res = await bare.client.post('/pix/cash-in', { amount: 100 });
     expect(res.status).toBe(422);
@@ -323,7 +272,7 @@ describe.each(BACKENDS)('POST /pix/cash-in on %s', (backend) => {
     expect(res.body).toEqual(conflict);
     // Another account may use the same external_id.
     const other = await merchantWithKey(s);
-    await addKey(s, other.accountId, 'evp');
+    await addPixKey(s, other.accountId, 'evp');
     expect((await other.client.post('/pix/cash-in', { amount: 4200, external_id: 'order-78' })).status).toBe(201);
   });
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { merchantWithKey, type MerchantFixture } from './helpers/client.js';
+import { addPixKey, merchantWithKey, type MerchantFixture } from './helpers/client.js';
 import { BACKENDS } from './helpers/db.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
@@ -11,11 +11,11 @@ describe.each(BACKENDS)('GET /pix/keys on %s', (backend) => {
   beforeAll(async () => {
     s = await startTestServer({ backend });
     m = await merchantWithKey(s);
-    email = (await s.admin('POST', '/pix-keys', { account_id: m.accountId, type: 'email', key: `loja${m.accountId}@example.com` })).body.key;
-    evp = (await s.admin('POST', '/pix-keys', { account_id: m.accountId, type: 'evp' })).body.key;
+    email = await addPixKey(s, m.accountId, 'email', `loja${m.accountId}@example.com`);
+    evp = await addPixKey(s, m.accountId, 'evp');
     // Another account's key is never listed.
     const other = await merchantWithKey(s);
-    await s.admin('POST', '/pix-keys', { account_id: other.accountId, type: 'evp' });
+    await addPixKey(s, other.accountId, 'evp');
   });
   afterAll(async () => s?.close());
 

@@ -127,3 +127,10 @@ export async function merchantWithKey(
   }
   return { merchantId: m.body.merchant_id, accountId: m.body.account_id, client: new ApiClient(server.url, k.body.client_id, k.body.client_secret) };
 }
+
+/** Registers a PIX key of this institution for an account (operator API); returns the key. */
+export async function addPixKey(server: TestServer, accountId: number, type: string, key?: string): Promise<string> {
+  const res = await server.admin('POST', '/pix-keys', { account_id: accountId, type, ...(key ? { key } : {}) });
+  if (res.status !== 201) throw new Error(`pix key: ${JSON.stringify(res.body)}`);
+  return res.body.key;
+}

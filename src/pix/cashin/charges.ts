@@ -98,11 +98,12 @@ export async function createCharge(
       merchantName: sanitizeName(merchant.name, 25) || CHARGE.fallbackMerchantName,
       merchantCity: CHARGE.merchantCity,
       txid,
+      singleUse: true, // field 01 = "12": one payment settles the charge
     });
     const qrImage = qrCodeDataUrl(brcode); // CPU only: before the transaction, not inside it
     try {
       return await ctx.db.transaction(async (tx) => {
-        const record_ = await insertTransaction(tx, {
+        const statement = await insertTransaction(tx, {
           transaction_id: newTransactionId(TX_PREFIX.charge, now),
           account_id: owner.accountId,
           kind: CHARGE.kind,
@@ -117,14 +118,14 @@ export async function createCharge(
           created_at: now,
         });
         const charge: ChargeRow = {
-          id: record_.id,
-          transaction_id: record_.transaction_id,
+          id: statement.id,
+          transaction_id: statement.transaction_id,
           account_id: owner.accountId,
           merchant_id: owner.merchantId,
-          amount: record_.amount,
-          description: record_.description,
-          tag: record_.tag,
-          external_id: record_.external_id,
+          amount: statement.amount,
+          description: statement.description,
+          tag: statement.tag,
+          external_id: statement.external_id,
           request_fingerprint: fingerprint,
           txid,
           pix_key: key.key,
@@ -151,13 +152,7 @@ export async function createCharge(
           createdAt: now,
           expiresAt: charge.expires_at,
         });
-        await emitEvent(tx, {
-          event: 'pix.charge.created',
-          merchantId: charge.merchant_id,
-          accountId: charge.account_id,
-          subject: charge.transaction_id,
-          payload: { status: 'created', ...eventFields(charge), created_at: isoZ(charge.created_at) },
-        });
+        await emitChargeEvent(tx, charge, 'created', { created_at: isoZ(charge.created_at) });
         const body = chargeBody(charge, qrImage);
         await record(tx, 201, body);
         return { statusCode: 201 as const, body };
@@ -251,16 +246,29 @@ export function chargeBody(c: ChargeRow, qrImage = qrCodeDataUrl(c.brcode)): Cha
   };
 }
 
-/** Fields every `pix.charge.*` event carries besides `status` (amount in base units, dates with Z). */
-export function eventFields(c: ChargeRow) {
-  return {
-    transaction_id: c.transaction_id,
-    txid: c.txid,
-    amount: c.amount,
-    expires_at: isoZ(c.expires_at),
-    tag: c.tag,
-    external_id: c.external_id,
-  };
+/**
+ * Writes `pix.charge.<status>` about a charge in the caller's transaction (subject: its
+ * transaction_id). Every such event carries `status`, `transaction_id`, `txid`, `amount` (base
+ * units), `expires_at`, `tag` and `external_id`, plus `extra` (e.g. `expired_at`, or for `paid` the
+ * payment's fields).
+ */
+export async function emitChargeEvent(tx: Sql, c: ChargeRow, status: repo.ChargeStatus, extra: Record<string, unknown>): Promise<void> {
+  await emitEvent(tx, {
+    event: `pix.charge.${status}`,
+    merchantId: c.merchant_id,
+    accountId: c.account_id,
+    subject: c.transaction_id,
+    payload: {
+      status,
+      transaction_id: c.transaction_id,
+      txid: c.txid,
+      amount: c.amount,
+      expires_at: isoZ(c.expires_at),
+      tag: c.tag,
+      external_id: c.external_id,
+      ...extra,
+    },
+  });
 }
 
 /**
@@ -271,13 +279,7 @@ export async function expireCharges(tx: Sql, charges: readonly ChargeRow[], now:
   const changed = new Set(await repo.markExpired(tx, charges.map((c) => c.id), now));
   for (const c of charges) {
     if (!changed.has(c.id)) continue;
-    await emitEvent(tx, {
-      event: 'pix.charge.expired',
-      merchantId: c.merchant_id,
-      accountId: c.account_id,
-      subject: c.transaction_id,
-      payload: { status: 'expired', ...eventFields(c), expired_at: isoZ(c.expires_at) },
-    });
+    await emitChargeEvent(tx, c, 'expired', { expired_at: isoZ(c.expires_at) });
   }
   return changed.size;
 }
