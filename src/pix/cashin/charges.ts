@@ -72,7 +72,7 @@ export type RecordAnswer = (tx: Sql, statusCode: number, body: unknown) => Promi
  * kind of movement is a 409.
  */
 export async function createCharge(
-  ctx: Pick<AppContext, 'db' | 'clock' | 'institutionName'>,
+  ctx: Pick<AppContext, 'db' | 'clock'>,
   owner: ChargeOwner,
   command: ChargeCommand,
   record: RecordAnswer,

@@ -1,4 +1,5 @@
 import type { Sql } from '../../db/db.js';
+import { TX_STATUS } from '../../transactions/repository.js';
 import type { PixKeyType } from '../keys.js';
 
 /** The life cycle of a cash-in charge (the spec's charge event statuses). */
@@ -105,7 +106,7 @@ export async function claimDueCharges(tx: Sql, now: Date, limit: number): Promis
 
 /**
  * Marks locked open charges expired at their deadline; their statement records leave the pending
- * status (4: the movement did not happen). Returns the uuids actually changed.
+ * status for `failed` (the movement did not happen). Returns the uuids actually changed.
  */
 export async function markExpired(tx: Sql, transactionUuids: readonly string[], now: Date): Promise<string[]> {
   if (transactionUuids.length === 0) return [];
@@ -117,7 +118,7 @@ export async function markExpired(tx: Sql, transactionUuids: readonly string[], 
   );
   const changed = rows.map((r) => r.transaction_uuid);
   if (changed.length) {
-    await tx.query('UPDATE transactions SET status = 4, updated_at = $2 WHERE id = ANY($1::uuid[])', [changed, now]);
+    await tx.query('UPDATE transactions SET status = $3, updated_at = $2 WHERE id = ANY($1::uuid[])', [changed, now, TX_STATUS.failed]);
   }
   return changed;
 }
