@@ -14,6 +14,7 @@ import { MemoryNonceStore, RedisNonceStore } from './auth/nonceStore.js';
 import { IdempotencyStore } from './external/idempotency.js';
 import type { ExternalPlugin } from './external/routes.js';
 import { periodicWorker } from './lib/periodic.js';
+import { chargeWorkers } from './pix/cashin/charges.js';
 import { MemoryFixedWindow, RedisFixedWindow } from './ratelimit/fixedWindow.js';
 import { seedDemo, type DemoCredentials } from './seed.js';
 
@@ -82,6 +83,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     idempotency: new IdempotencyStore(db, clock),
   };
   ctx.workers.push(periodicWorker('idempotency-purge', 60_000, log, () => ctx.idempotency.purgeExpired()));
+  ctx.workers.push(...chargeWorkers(ctx));
 
   const print = options.print ?? ((text: string) => process.stdout.write(text));
   let demo: DemoCredentials | null = null;
