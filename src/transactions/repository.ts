@@ -65,3 +65,89 @@ export async function insertTransaction(tx: Sql, record: NewTransaction): Promis
   );
   return row!;
 }
+
+// ---- statement, transaction list and lookups ----
+
+/** The spec's statement `status` filter values (applied to the generated `statement_status`). */
+export const STATEMENT_FILTERS = ['settled', 'rejected', 'failed', 'processing'] as const;
+export type StatementFilter = (typeof STATEMENT_FILTERS)[number];
+export const TRANSACTION_TYPES = ['pix', 'ted', 'internal'] as const;
+
+export interface ListQuery {
+  accountId: number;
+  status?: StatementFilter | undefined;
+  type?: (typeof TRANSACTION_TYPES)[number] | undefined;
+  /** Inclusive lower bound. */
+  from?: Date | undefined;
+  /** Exclusive upper bound. */
+  before?: Date | undefined;
+  limit: number;
+  offset: number;
+}
+
+export type ListedTransaction = TransactionRow & { statement_status: string | null };
+
+function listWhere(q: ListQuery, statusClause: string | null): { where: string; params: unknown[] } {
+  const params: unknown[] = [q.accountId];
+  const clauses = ['account_id = $1'];
+  if (statusClause !== null) clauses.push(statusClause);
+  if (q.type) {
+    params.push(q.type);
+    clauses.push(`type = $${params.length}`);
+  }
+  if (q.from) {
+    params.push(q.from);
+    clauses.push(`created_at >= $${params.length}`);
+  }
+  if (q.before) {
+    params.push(q.before);
+    clauses.push(`created_at < $${params.length}`);
+  }
+  return { where: clauses.join(' AND '), params };
+}
+
+async function listPage(sql: Sql, q: ListQuery, statusClause: string): Promise<ListedTransaction[]> {
+  const { where, params } = listWhere(q, statusClause);
+  params.push(q.limit, q.offset);
+  return sql.query<ListedTransaction>(
+    `SELECT * FROM transactions WHERE ${where}
+      ORDER BY created_at DESC, id DESC LIMIT $${params.length - 1} OFFSET $${params.length}`,
+    params,
+  );
+}
+
+const filterClause = (status: StatementFilter) => `statement_status = '${status}'`;
+
+/**
+ * Statement rows, newest first, without outbound PIX still in flight (page 1 merges those
+ * separately). Each shape of query is answered from one index (migration 0100) read in order.
+ */
+export function listStatement(sql: Sql, q: ListQuery): Promise<ListedTransaction[]> {
+  return listPage(sql, q, q.status ? filterClause(q.status) : `statement_status IS NOT NULL AND statement_status <> 'in_flight'`);
+}
+
+/** Outbound PIX still in flight (stage below 3), newest first: the statement's page-1 merge. */
+export function listInFlight(sql: Sql, q: Omit<ListQuery, 'status' | 'offset'>): Promise<ListedTransaction[]> {
+  return listPage(sql, { ...q, offset: 0 }, `statement_status = 'in_flight'`);
+}
+
+/** GET /transactions: like the statement, with records in flight in their place instead of merged. */
+export function listTransactions(sql: Sql, q: ListQuery): Promise<ListedTransaction[]> {
+  const clause = !q.status
+    ? 'statement_status IS NOT NULL'
+    : q.status === 'processing'
+      ? `statement_status IN ('processing', 'in_flight')`
+      : filterClause(q.status);
+  return listPage(sql, q, clause);
+}
+
+export type LookupKey = 'id' | 'transaction_id' | 'end_to_end_id' | 'external_id' | 'tag';
+
+/** One record of the account by one of its ids; by tag, the newest record with that tag. */
+export async function findInAccount(sql: Sql, accountId: number, key: LookupKey, value: string): Promise<ListedTransaction | undefined> {
+  const [row] = await sql.query<ListedTransaction>(
+    `SELECT * FROM transactions WHERE account_id = $1 AND ${key} = $2 ORDER BY created_at DESC, id DESC LIMIT 1`,
+    [accountId, value],
+  );
+  return row;
+}
