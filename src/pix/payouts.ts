@@ -44,7 +44,10 @@ async function announceAcceptance(tx: Sql, row: OwnedTransaction): Promise<void>
 
 export async function onPaymentAccepted(tx: Sql, ctx: AppContext, n: Of<'payment.accepted'>): Promise<void> {
   const row = await lockPayout(tx, ctx, n.endToEndId, false);
-  if (!row || row.stage === 3 || row.payment_status !== 'queued') return;
+  if (!row || row.stage === 3 || (row.stage === 2 && row.payment_status !== 'queued')) return;
+  // Only a protection-queued order is released: if its acknowledgement was never recorded (stage 1),
+  // it was queued first.
+  if (row.stage === 1) await emitFor(tx, 'pix.payout.queued', row, { ...payoutBody(row), queued_at: n.at.toISOString() });
   const moved = await repo.updateState(tx, row.id, { payment_status: 'processing', stage: 2 }, ctx.clock.now());
   await emitFor(tx, 'pix.payout.processing', moved, payoutBody(moved));
 }
