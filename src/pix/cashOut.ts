@@ -86,23 +86,26 @@ export function cashOutAnswer(row: OwnedTransaction): CashOutAnswer {
 }
 
 export async function cashOut(ctx: AppContext, caller: CashOutCaller, cmd: CashOutCommand, record: RecordAnswer): Promise<CashOutAnswer> {
-  if (cmd.externalId !== null) {
-    const existing = await repo.findByExternalId(ctx.db, caller.accountId, cmd.externalId);
+  let destination;
+  try {
+    destination = await resolveDestination(ctx, caller, cmd.key);
+  } catch (err) {
+    // A repeated command answers with its original order even if its key has changed since.
+    const existing = cmd.externalId === null ? undefined : await repo.findByExternalId(ctx.db, caller.accountId, cmd.externalId);
     if (existing) return repeat(ctx, existing, cmd, record);
+    throw err;
   }
-  const merchant = (await merchants.findMerchant(ctx.db, caller.merchantId))!;
-  const destination = await resolveDestination(ctx, caller, merchant.document, cmd.key);
   const reserved = await ctx.db.transaction(async (tx) => {
     const balances = await lockAccount(tx, caller.accountId);
     if (cmd.externalId !== null) {
       const existing = await repo.findByExternalId(tx, caller.accountId, cmd.externalId);
       if (existing) return { existing };
     }
-    const account = (await merchants.findAccount(tx, caller.accountId))!;
+    const account = await repo.accountWithHolder(tx, caller.accountId);
     const now = ctx.clock.now();
     const amount = centsToBaseUnits(cmd.amountCents);
     const fee = centsToBaseUnits(account.cash_out_fee_cents);
-    const windows = await checkLimitsAndBalance(tx, account, balances.safe, amount, fee, now);
+    const windows = await reserveWithinLimits(tx, account, balances.safe, amount, fee, now);
     const row = await insertTransaction(tx, {
       transaction_id: newTransactionId(TX_PREFIX.cashOut, now),
       account_id: caller.accountId,
@@ -127,12 +130,12 @@ export async function cashOut(ctx: AppContext, caller: CashOutCaller, cmd: CashO
         recipient_bank_name: destination.bankName,
         txid: cmd.txid,
         emv: cmd.emv,
-        payer: { name: merchant.name, document: merchant.document },
+        payer: { name: account.holder_name, document: account.holder_document },
         limit_windows: windows,
       },
       created_at: now,
     });
-    await reserve(tx, row.account_id, row.transaction_id, amount + fee, windows, amount);
+    await reserve(tx, row.account_id, row.transaction_id, amount + fee);
     return { row: { ...row, merchant_id: caller.merchantId } };
   });
   if ('existing' in reserved) return repeat(ctx, reserved.existing!, cmd, record);
@@ -140,29 +143,29 @@ export async function cashOut(ctx: AppContext, caller: CashOutCaller, cmd: CashO
 }
 
 /** The receiver of a key, or the cash-out error that forbids paying it. */
-async function resolveDestination(ctx: AppContext, caller: CashOutCaller, merchantDocument: string, key: string) {
+async function resolveDestination(ctx: AppContext, caller: CashOutCaller, key: string) {
   const entry = await ctx.rail.directory.lookupKey(key);
   if (!entry) throw cashOutError('destination_not_found', { detail: `PIX key ${key} is not registered in the directory` });
-  let ownerMerchant: number | null = null;
-  if (entry.accountId !== null) ownerMerchant = (await merchants.findAccount(ctx.db, entry.accountId))?.merchant_id ?? null;
-  const ours = entry.accountId !== null || entry.ispb === ctx.config.institutionIspb;
-  if (ours && (ownerMerchant === caller.merchantId || (ownerMerchant === null && entry.document === merchantDocument))) {
-    throw cashOutError('self_transfer', { detail: 'The key belongs to your own account; move money between your accounts with a TEF' });
-  }
-  if (ours) throw cashOutError('same_institution_transfer', { detail: 'The key belongs to an account of this institution; use a TEF' });
-  return entry;
+  if (entry.accountId === null && entry.ispb !== ctx.config.institutionIspb) return entry;
+  // The key belongs to this institution: to one of the caller's accounts (or, for a key registered
+  // in the sandbox with this ISPB, to the caller's document), or to someone else here.
+  const own =
+    entry.accountId !== null
+      ? (await merchants.findAccount(ctx.db, entry.accountId))?.merchant_id === caller.merchantId
+      : (await merchants.findMerchant(ctx.db, caller.merchantId))?.document === entry.document;
+  if (own) throw cashOutError('self_transfer', { detail: 'The key belongs to your own account; move money between your accounts with a TEF' });
+  throw cashOutError('same_institution_transfer', { detail: 'The key belongs to an account of this institution; use a TEF' });
 }
 
-async function checkLimitsAndBalance(
-  tx: Sql,
-  account: merchants.AccountRow,
-  safe: number,
-  amount: number,
-  fee: number,
-  now: Date,
-): Promise<UsageWindow[]> {
+/**
+ * Counts `amount` in the account's limit windows and checks the limits (per operation, nighttime,
+ * daily) and then the safe balance against amount + fee; throws the cash-out error, which rolls
+ * the count back with the transaction. Returns the windows counted in.
+ */
+async function reserveWithinLimits(tx: Sql, account: merchants.AccountRow, safe: number, amount: number, fee: number, now: Date): Promise<UsageWindow[]> {
   const windows = limitWindows(now);
-  const used = await repo.readUsage(tx, account.id, windows);
+  const totals = await repo.addUsage(tx, account.id, windows, amount);
+  const used = new Map([...totals].map(([kind, total]) => [kind, total - amount]));
   const problem = limitProblem(
     amount,
     {
@@ -180,8 +183,8 @@ async function checkLimitsAndBalance(
   return windows;
 }
 
-/** available -> pending for the whole debit (amount + fee), and the amount counted in the limit windows. */
-async function reserve(tx: Sql, accountId: number, transactionId: string, total: number, windows: UsageWindow[], amount: number) {
+/** available -> pending for the whole debit (amount + fee). */
+async function reserve(tx: Sql, accountId: number, transactionId: string, total: number) {
   await post(tx, {
     kind: 'cash_out_reserve',
     reference: transactionId,
@@ -190,7 +193,6 @@ async function reserve(tx: Sql, accountId: number, transactionId: string, total:
       { book: { accountId, book: 'pending' }, amount: total },
     ],
   });
-  await repo.addUsage(tx, accountId, windows, amount);
 }
 
 /** pending -> available: the reservation given back (rejection, failure), and the limit windows. */
@@ -224,8 +226,8 @@ async function repeat(ctx: AppContext, existing: OwnedTransaction, cmd: CashOutC
       if (row.metadata.resumable !== true) return row;
       const account = (await merchants.findAccount(tx, row.account_id))!;
       const now = ctx.clock.now();
-      const windows = await checkLimitsAndBalance(tx, account, balances.safe, row.amount, row.fee_amount, now);
-      await reserve(tx, row.account_id, row.transaction_id, row.amount + row.fee_amount, windows, row.amount);
+      const windows = await reserveWithinLimits(tx, account, balances.safe, row.amount, row.fee_amount, now);
+      await reserve(tx, row.account_id, row.transaction_id, row.amount + row.fee_amount);
       return repo.updateState(
         tx,
         row.id,

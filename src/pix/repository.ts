@@ -1,4 +1,5 @@
 import type { Sql } from '../db/db.js';
+import type { AccountRow } from '../merchants/repository.js';
 import type { TransactionRow } from '../transactions/repository.js';
 
 /**
@@ -159,26 +160,33 @@ export interface UsageWindow {
   start: Date;
 }
 
-export async function readUsage(sql: Sql, accountId: number, windows: readonly UsageWindow[]): Promise<Map<string, number>> {
-  const rows = await sql.query<{ window_kind: string; amount: number }>(
-    `SELECT u.window_kind, u.amount FROM cash_out_usage u
-       JOIN unnest($2::text[], $3::timestamptz[]) AS w(kind, start) ON w.kind = u.window_kind AND w.start = u.window_start
-      WHERE u.account_id = $1`,
-    [accountId, windows.map((w) => w.kind), windows.map((w) => w.start)],
+/**
+ * Adds (or, negative, takes back) an amount in each window and returns each window's total after
+ * the change, by window kind. Runs under the account lock.
+ */
+export async function addUsage(tx: Sql, accountId: number, windows: readonly UsageWindow[], amount: number): Promise<Map<string, number>> {
+  if (windows.length === 0) return new Map();
+  const rows = await tx.query<{ window_kind: string; amount: number }>(
+    `INSERT INTO cash_out_usage (account_id, window_kind, window_start, amount)
+     SELECT $1, w.kind, w.start, GREATEST($4::bigint, 0) FROM unnest($2::text[], $3::timestamptz[]) AS w(kind, start)
+     ON CONFLICT (account_id, window_kind, window_start)
+     DO UPDATE SET amount = GREATEST(cash_out_usage.amount + $4::bigint, 0)
+     RETURNING window_kind, amount`,
+    [accountId, windows.map((w) => w.kind), windows.map((w) => w.start), amount],
   );
   return new Map(rows.map((r) => [r.window_kind, r.amount]));
 }
 
-/** Adds (or, negative, takes back) an amount in each window. */
-export async function addUsage(tx: Sql, accountId: number, windows: readonly UsageWindow[], amount: number): Promise<void> {
-  if (windows.length === 0) return;
-  await tx.query(
-    `INSERT INTO cash_out_usage (account_id, window_kind, window_start, amount)
-     SELECT $1, w.kind, w.start, GREATEST($4::bigint, 0) FROM unnest($2::text[], $3::timestamptz[]) AS w(kind, start)
-     ON CONFLICT (account_id, window_kind, window_start)
-     DO UPDATE SET amount = GREATEST(cash_out_usage.amount + $4::bigint, 0)`,
-    [accountId, windows.map((w) => w.kind), windows.map((w) => w.start), amount],
+/** An account with its holder's name and document (the payer of its cash-outs). */
+export type AccountWithHolder = AccountRow & { holder_name: string; holder_document: string };
+
+export async function accountWithHolder(sql: Sql, accountId: number): Promise<AccountWithHolder> {
+  const [row] = await sql.query<AccountWithHolder>(
+    `SELECT a.*, m.name AS holder_name, m.document AS holder_document FROM accounts a JOIN merchants m ON m.id = a.merchant_id WHERE a.id = $1`,
+    [accountId],
   );
+  if (!row) throw new Error(`account ${accountId} not found`);
+  return row;
 }
 
 export async function purgeUsage(sql: Sql, before: Date): Promise<void> {

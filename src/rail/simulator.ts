@@ -121,10 +121,13 @@ export class SimulatedRail implements Rail {
 
   async sendPayment(order: PaymentOrder): Promise<PaymentAck> {
     const { db, clock, institutionIspb } = this.options;
-    const existing = await store.findPayment(db, order.endToEndId);
-    if (existing) return existing.status === 'protection' ? { status: 'queued' } : { status: 'accepted' };
     const entry = await store.findDictEntry(db, order.receiverKey);
-    if (entry?.behavior === 'timeout') return { status: 'timeout' };
+    if (entry?.behavior === 'timeout') {
+      // The rail does not take new orders for this key; one it already has is acknowledged again.
+      const existing = await store.findPayment(db, order.endToEndId);
+      if (!existing) return { status: 'timeout' };
+      return existing.status === 'protection' ? { status: 'queued' } : { status: 'accepted' };
+    }
 
     const now = clock.now();
     const refusal = !entry ? REJECTION.keyNotFound : entry.ispb === institutionIspb ? REJECTION.sameInstitution : null;
