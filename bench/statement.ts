@@ -11,7 +11,7 @@ import pg from 'pg';
 import type { Sql } from '../src/db/db.js';
 import { migrate } from '../src/db/migrate.js';
 import { openPostgres } from '../src/db/postgres.js';
-import { listInFlight, listStatement, listTransactions, type ListQuery } from '../src/transactions/repository.js';
+import { listStatement, listTransactions, type ListQuery } from '../src/transactions/repository.js';
 
 const url = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const ROWS = Number(process.env.BENCH_ROWS ?? 2_000_000);
@@ -85,15 +85,14 @@ async function main() {
     const q = (extra: Partial<ListQuery>): ListQuery => ({ accountId: 1, limit: 20, offset: 0, ...extra });
     const day = new Date(Date.now() - 200 * 86_400_000);
     for (const step of [
-      explain('statement page 1, no filter', (sql) => listStatement(sql, q({}))),
-      explain('statement page 1 merge: PIX in flight', (sql) => listInFlight(sql, { accountId: 1, limit: 20 })),
-      explain('statement page 1, status=settled', (sql) => listStatement(sql, q({ status: 'settled' }))),
-      explain('statement page 1, status=rejected', (sql) => listStatement(sql, q({ status: 'rejected' }))),
-      explain('statement page 1, type=internal', (sql) => listStatement(sql, q({ type: 'internal' }))),
-      explain('statement page 1, one day 200 days ago', (sql) =>
-        listStatement(sql, q({ from: day, before: new Date(day.getTime() + 86_400_000) })),
+      explain('statement page 1, no filter (with the merge of PIX in flight)', (sql) => listStatement(sql, q({}), true)),
+      explain('statement page 1, status=settled', (sql) => listStatement(sql, q({ status: 'settled' }), false)),
+      explain('statement page 1, status=rejected', (sql) => listStatement(sql, q({ status: 'rejected' }), false)),
+      explain('statement page 1, type=internal (with the merge)', (sql) => listStatement(sql, q({ type: 'internal' }), true)),
+      explain('statement page 1, one day 200 days ago (with the merge)', (sql) =>
+        listStatement(sql, q({ from: day, before: new Date(day.getTime() + 86_400_000) }), true),
       ),
-      explain('statement page 50 (per_page 100), no filter', (sql) => listStatement(sql, q({ limit: 100, offset: 4900 }))),
+      explain('statement page 50 (per_page 100), no filter', (sql) => listStatement(sql, q({ limit: 100, offset: 4900 }), false)),
       explain('transactions page 1, status=processing', (sql) => listTransactions(sql, q({ status: 'processing' }))),
     ]) {
       await step();

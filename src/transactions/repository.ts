@@ -87,58 +87,50 @@ export interface ListQuery {
 
 export type ListedTransaction = TransactionRow & { statement_status: string | null };
 
-function listWhere(q: ListQuery, statusClause: string | null): { where: string; params: unknown[] } {
-  const params: unknown[] = [q.accountId];
-  const clauses = ['account_id = $1'];
-  if (statusClause !== null) clauses.push(statusClause);
-  if (q.type) {
-    params.push(q.type);
-    clauses.push(`type = $${params.length}`);
-  }
-  if (q.from) {
-    params.push(q.from);
-    clauses.push(`created_at >= $${params.length}`);
-  }
-  if (q.before) {
-    params.push(q.before);
-    clauses.push(`created_at < $${params.length}`);
-  }
-  return { where: clauses.join(' AND '), params };
+/** WHERE clauses of one list query; parameters are appended to `params` (shared by a UNION). */
+function listWhere(q: ListQuery, statusClause: string, params: unknown[]): string {
+  const p = (v: unknown) => `$${params.push(v)}`;
+  const clauses = [`account_id = ${p(q.accountId)}`, statusClause];
+  if (q.type) clauses.push(`type = ${p(q.type)}`);
+  if (q.from) clauses.push(`created_at >= ${p(q.from)}`);
+  if (q.before) clauses.push(`created_at < ${p(q.before)}`);
+  return clauses.join(' AND ');
 }
 
-async function listPage(sql: Sql, q: ListQuery, statusClause: string): Promise<ListedTransaction[]> {
-  const { where, params } = listWhere(q, statusClause);
-  params.push(q.limit, q.offset);
-  return sql.query<ListedTransaction>(
-    `SELECT * FROM transactions WHERE ${where}
-      ORDER BY created_at DESC, id DESC LIMIT $${params.length - 1} OFFSET $${params.length}`,
-    params,
-  );
+const ORDER = 'ORDER BY created_at DESC, id DESC';
+
+function pageSelect(q: ListQuery, statusClause: string, params: unknown[], merged: boolean): string {
+  const where = listWhere(q, statusClause, params);
+  return `SELECT *, ${merged} AS merged FROM transactions WHERE ${where} ${ORDER} LIMIT $${params.push(q.limit)} OFFSET $${params.push(q.offset)}`;
 }
 
 const filterClause = (status: StatementFilter) => `statement_status = '${status}'`;
 
-/**
- * Statement rows, newest first, without outbound PIX still in flight (page 1 merges those
- * separately). Each shape of query is answered from one index (migration 0100) read in order.
- */
-export function listStatement(sql: Sql, q: ListQuery): Promise<ListedTransaction[]> {
-  return listPage(sql, q, q.status ? filterClause(q.status) : `statement_status IS NOT NULL AND statement_status <> 'in_flight'`);
-}
+export type StatementRow = ListedTransaction & { merged: boolean };
 
-/** Outbound PIX still in flight (stage below 3), newest first: the statement's page-1 merge. */
-export function listInFlight(sql: Sql, q: Omit<ListQuery, 'status' | 'offset'>): Promise<ListedTransaction[]> {
-  return listPage(sql, { ...q, offset: 0 }, `statement_status = 'in_flight'`);
+/**
+ * A statement page, newest first, without the outbound PIX still in flight; with `merge`, those
+ * (up to `q.limit`, newest first) come first with `merged: true`. One statement, so both parts see
+ * the same snapshot (a payout settling meanwhile is never listed twice). Each part is answered
+ * from one index (migration 0100) read in order.
+ */
+export async function listStatement(sql: Sql, q: ListQuery, merge: boolean): Promise<StatementRow[]> {
+  const params: unknown[] = [];
+  const regular = pageSelect(q, q.status ? filterClause(q.status) : `statement_status IS NOT NULL AND statement_status <> 'in_flight'`, params, false);
+  if (!merge) return sql.query<StatementRow>(regular, params);
+  const inFlight = pageSelect({ ...q, offset: 0 }, `statement_status = 'in_flight'`, params, true);
+  return sql.query<StatementRow>(`SELECT * FROM ((${inFlight}) UNION ALL (${regular})) page ORDER BY merged DESC, created_at DESC, id DESC`, params);
 }
 
 /** GET /transactions: like the statement, with records in flight in their place instead of merged. */
-export function listTransactions(sql: Sql, q: ListQuery): Promise<ListedTransaction[]> {
+export async function listTransactions(sql: Sql, q: ListQuery): Promise<ListedTransaction[]> {
   const clause = !q.status
     ? 'statement_status IS NOT NULL'
     : q.status === 'processing'
       ? `statement_status IN ('processing', 'in_flight')`
       : filterClause(q.status);
-  return listPage(sql, q, clause);
+  const params: unknown[] = [];
+  return sql.query<ListedTransaction>(pageSelect(q, clause, params, false), params);
 }
 
 export type LookupKey = 'id' | 'transaction_id' | 'end_to_end_id' | 'external_id' | 'tag';

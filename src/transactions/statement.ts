@@ -3,7 +3,6 @@ import { badRequest, notFound, unprocessable, type FieldMap } from '../http/erro
 import * as merchants from '../merchants/repository.js';
 import {
   findInAccount,
-  listInFlight,
   listStatement,
   listTransactions,
   STATEMENT_FILTERS,
@@ -88,13 +87,10 @@ export function parseListParams(raw: unknown): ListParams {
 export async function statement(ctx: AppContext, accountId: number, p: ListParams) {
   const q: ListQuery = { accountId, ...p.query, limit: p.perPage, offset: (p.page - 1) * p.perPage };
   const merge = p.page === 1 && (q.status === undefined || q.status === 'processing');
-  const [rows, inFlight] = await Promise.all([
-    listStatement(ctx.db, q),
-    merge ? listInFlight(ctx.db, { accountId, type: q.type, from: q.from, before: q.before, limit: p.perPage }) : Promise.resolve([]),
-  ]);
+  const rows = await listStatement(ctx.db, q, merge);
   return {
     worked: true,
-    data: [...inFlight.map((r) => statementItem(r, true)), ...rows.map((r) => statementItem(r))],
+    data: rows.map((r) => statementItem(r, r.merged)),
     page: p.page,
     per_page: p.perPage,
   };
