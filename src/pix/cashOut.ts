@@ -1,6 +1,6 @@
 import type { AppContext } from '../context.js';
 import type { Sql } from '../db/db.js';
-import { lockAccount, post } from '../ledger/ledger.js';
+import { lockAccount } from '../ledger/ledger.js';
 import { newEndToEndId, newTransactionId, TX_PREFIX } from '../lib/ids.js';
 import { centsToBaseUnits } from '../lib/money.js';
 import * as merchants from '../merchants/repository.js';
@@ -10,6 +10,7 @@ import { cashOutError } from './cashOutErrors.js';
 import type { CashOutCommand } from './cashOutCommand.js';
 import { emitFor, payoutBody } from './events.js';
 import { limitProblem, limitWindows } from './limits.js';
+import { movePending } from './postings.js';
 import * as repo from './repository.js';
 import type { OwnedTransaction, UsageWindow } from './repository.js';
 
@@ -184,28 +185,13 @@ async function reserveWithinLimits(tx: Sql, account: merchants.AccountRow, safe:
 }
 
 /** available -> pending for the whole debit (amount + fee). */
-async function reserve(tx: Sql, accountId: number, transactionId: string, total: number) {
-  await post(tx, {
-    kind: 'cash_out_reserve',
-    reference: transactionId,
-    postings: [
-      { book: { accountId, book: 'available' }, amount: -total },
-      { book: { accountId, book: 'pending' }, amount: total },
-    ],
-  });
+function reserve(tx: Sql, accountId: number, transactionId: string, total: number) {
+  return movePending(tx, 'reserve', { kind: 'cash_out_reserve', reference: transactionId, accountId, amount: total });
 }
 
 /** pending -> available: the reservation given back (rejection, failure), and the limit windows. */
 export async function releaseReservation(tx: Sql, row: OwnedTransaction, kind: string): Promise<void> {
-  const total = row.amount + row.fee_amount;
-  await post(tx, {
-    kind,
-    reference: row.transaction_id,
-    postings: [
-      { book: { accountId: row.account_id, book: 'pending' }, amount: -total },
-      { book: { accountId: row.account_id, book: 'available' }, amount: total },
-    ],
-  });
+  await movePending(tx, 'release', { kind, reference: row.transaction_id, accountId: row.account_id, amount: row.amount + row.fee_amount });
   const windows = ((row.metadata.limit_windows as { kind: 'day' | 'night'; start: string }[] | undefined) ?? []).map((w) => ({
     kind: w.kind,
     start: new Date(w.start),

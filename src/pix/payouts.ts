@@ -100,6 +100,11 @@ export async function onPaymentRejected(tx: Sql, ctx: AppContext, n: Of<'payment
   });
 }
 
+/** A return of the payout: money coming back (credit), without fee. */
+function returnBody(row: OwnedTransaction, amount: number) {
+  return { ...payoutBody(row), direction: 'credit', amount, fee_amount: 0, net_amount: amount, original_amount: row.amount };
+}
+
 export async function onPaymentReturned(tx: Sql, ctx: AppContext, n: Of<'payment.returned'>): Promise<void> {
   const row = await lockPayout(tx, ctx, n.endToEndId, true);
   if (!row || row.payment_status === 'rejected' || (await repo.findByEndToEndId(tx, n.returnEndToEndId))) return;
@@ -140,12 +145,7 @@ export async function onPaymentReturned(tx: Sql, ctx: AppContext, n: Of<'payment
     now,
   );
   await emitFor(tx, 'pix.payout.returned', updated, {
-    ...payoutBody(updated),
-    direction: 'credit',
-    amount: n.amount,
-    fee_amount: 0,
-    net_amount: n.amount,
-    original_amount: row.amount,
+    ...returnBody(updated, n.amount),
     return_transaction_id: back.transaction_id,
     return_end_to_end_id: n.returnEndToEndId,
     return_code: n.returnCode,
@@ -161,12 +161,7 @@ export async function onPaymentReturnRejected(tx: Sql, ctx: AppContext, n: Of<'p
   const row = await lockPayout(tx, ctx, n.endToEndId, false);
   if (!row) return;
   await emitFor(tx, 'pix.payout.return.failed', row, {
-    ...payoutBody(row),
-    direction: 'credit',
-    amount: n.amount,
-    fee_amount: 0,
-    net_amount: n.amount,
-    original_amount: row.amount,
+    ...returnBody(row, n.amount),
     return_end_to_end_id: n.attemptId,
     reason_code: n.reasonCode,
     reason: n.reason,

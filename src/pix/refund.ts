@@ -8,6 +8,7 @@ import { centsToBaseUnits } from '../lib/money.js';
 import type { RailNotification, ReturnAck, ReturnOrder } from '../rail/rail.js';
 import { insertTransaction, TX_STATUS } from '../transactions/repository.js';
 import { emitFor, refundBody, refundTotalsBody } from './events.js';
+import { movePending } from './postings.js';
 import { assertRefundNotMedTriggered } from './refundMedGuard.js';
 import type { RefundRequest } from './refundRequest.js';
 import * as repo from './repository.js';
@@ -80,14 +81,7 @@ export async function refund(ctx: AppContext, merchantId: number, req: RefundReq
       },
       created_at: now,
     });
-    await post(tx, {
-      kind: 'refund_reserve',
-      reference: inserted.transaction_id,
-      postings: [
-        { book: { accountId: original.account_id, book: 'available' }, amount: -amount },
-        { book: { accountId: original.account_id, book: 'pending' }, amount },
-      ],
-    });
+    await movePending(tx, 'reserve', { kind: 'refund_reserve', reference: inserted.transaction_id, accountId: original.account_id, amount });
     return { ...inserted, merchant_id: original.merchant_id };
   });
   return submitRefund(ctx, row, original, record);
@@ -195,14 +189,7 @@ export async function onReturnSettled(tx: Sql, ctx: AppContext, n: Of<'return.se
 export async function onReturnRejected(tx: Sql, ctx: AppContext, n: Of<'return.rejected'>): Promise<void> {
   const row = await lockRefund(tx, ctx, n.endToEndId);
   if (!row || row.stage === 3) return;
-  await post(tx, {
-    kind: 'refund_reverse',
-    reference: row.transaction_id,
-    postings: [
-      { book: { accountId: row.account_id, book: 'pending' }, amount: -row.amount },
-      { book: { accountId: row.account_id, book: 'available' }, amount: row.amount },
-    ],
-  });
+  await movePending(tx, 'release', { kind: 'refund_reverse', reference: row.transaction_id, accountId: row.account_id, amount: row.amount });
   const now = ctx.clock.now();
   const failed = await repo.updateState(
     tx,

@@ -5,7 +5,6 @@ import { UNIQUE_VIOLATION, sqlState } from '../db/db.js';
 import { bankName } from '../lib/banks.js';
 import type { Clock } from '../lib/clock.js';
 import { periodicWorker } from '../lib/periodic.js';
-import type { PixKeyType } from '../pix/keys.js';
 import {
   KeyAlreadyRegisteredError,
   type DirectoryEntry,
@@ -208,16 +207,9 @@ export class SimulatedRail implements Rail {
   // ---- sandbox controls (contract section 4) ----
 
   /** POST /dict/keys: registers (or re-registers) a key of another institution. */
-  async registerForeignKey(entry: {
-    key: string;
-    type: PixKeyType;
-    name: string;
-    document: string;
-    ispb: string;
-    bankName: string | null;
-    behavior: store.SimBehavior;
-    fraudFlagged: boolean;
-  }): Promise<SandboxOutcome<{ row: store.DictRow; created: boolean }>> {
+  async registerForeignKey(
+    entry: Pick<DirectoryEntry, 'key' | 'type' | 'name' | 'document' | 'ispb' | 'bankName' | 'fraudFlagged'> & { behavior: store.SimBehavior },
+  ): Promise<SandboxOutcome<{ row: store.DictRow; created: boolean }>> {
     const result = await store.upsertForeignKey(this.options.db, {
       key: entry.key,
       type: entry.type,
