@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { railNotificationHandler } from '../../src/pix/railEvents.js';
 import { recoverUnsent } from '../../src/pix/recovery.js';
+import { parseConfig } from '../../src/config.js';
+import { startServer } from '../../src/server.js';
+import pino from 'pino';
 import type { RailNotification } from '../../src/rail/rail.js';
 import { BACKENDS } from '../helpers/db.js';
 import { merchantWithKey, type MerchantFixture } from '../helpers/client.js';
@@ -123,6 +126,36 @@ describe.each(BACKENDS)('sandbox rail controls on %s', (backend) => {
     )) as [{ n: number }];
     expect(n).toBe(1);
     expect(await recoverUnsent(s.ctx, { olderThanMs: 0 })).toBe(0);
+  });
+});
+
+describe.each(BACKENDS)('two processes on one database on %s', (backend) => {
+  it('share the simulator and recovery work: every payout settles once, each event once', async () => {
+    const a = await startTestServer({ backend, env: { SIM_SETTLEMENT_MS: '20' } });
+    // A second pixgate instance on the same database, with its own simulator engine and workers.
+    const b = await startServer(parseConfig({ PORT: '0', ADMIN_TOKEN: 'second-instance-admin-token', LOG_LEVEL: 'silent', SIM_SETTLEMENT_MS: '20' }), {
+      db: a.ctx.db,
+      ownsDatabase: false,
+      log: pino({ level: 'silent' }),
+      print: () => {},
+      seed: false,
+    });
+    try {
+      const m = await merchantWithKey(a, { depositCents: 100_000 });
+      const key = await foreignKey(a);
+      const sent = await Promise.all(Array.from({ length: 30 }, (_, i) => m.client.post('/pix/cash-out', { amount: 100 + i, pix_key: key })));
+      for (const r of sent) await waitFor(() => txRow(a.ctx.db, r.body.transaction_id), (row) => row.stage === 3);
+      for (const r of sent) expect(await eventNames(a.ctx.db, r.body.transaction_id)).toEqual(['pix.payout.processing', 'pix.payout.confirmed']);
+      const [{ n }] = (await a.ctx.db.query<{ n: number }>(
+        `SELECT count(*)::bigint AS n FROM ledger_transactions WHERE kind = 'cash_out_settle' AND reference = ANY($1::text[])`,
+        [sent.map((r) => r.body.transaction_id)],
+      )) as [{ n: number }];
+      expect(n).toBe(30);
+      await expectLedgerConsistent(a.ctx.db);
+    } finally {
+      await b.stop();
+      await a.close();
+    }
   });
 });
 
