@@ -17,6 +17,8 @@ import { periodicWorker } from './lib/periodic.js';
 import { chargeWorkers } from './pix/cashin/charges.js';
 import { MemoryFixedWindow, RedisFixedWindow } from './ratelimit/fixedWindow.js';
 import { seedDemo, type DemoCredentials } from './seed.js';
+import { railNotificationHandler } from './pix/railEvents.js';
+import { pixWorkers } from './pix/recovery.js';
 
 export const INSTITUTION_NAME = 'pixgate';
 /** Graceful shutdown must finish within this; then the process exits regardless. */
@@ -75,7 +77,16 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     redis,
     clock,
     log,
-    rail: new SimulatedRail({ db, institutionIspb: config.institutionIspb, institutionName: INSTITUTION_NAME }),
+    rail: new SimulatedRail({
+      db,
+      institutionIspb: config.institutionIspb,
+      institutionName: INSTITUTION_NAME,
+      clock,
+      log,
+      settlementMs: config.simSettlementMs,
+      protectionMs: config.simProtectionMs,
+      seed: config.simSeed,
+    }),
     institutionName: INSTITUTION_NAME,
     workers: [],
     rateCounter: redis ? new RedisFixedWindow(redis, clock) : new MemoryFixedWindow(clock),
@@ -84,6 +95,14 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   };
   ctx.workers.push(periodicWorker('idempotency-purge', 60_000, log, () => ctx.idempotency.purgeExpired()));
   ctx.workers.push(...chargeWorkers(ctx));
+  // The rail delivers its outcomes to the PIX domain; its own loops (the simulator's engine) and
+  // the PIX recovery worker run with the other background workers.
+  ctx.rail.onNotification(railNotificationHandler(ctx));
+  ctx.workers.push(...ctx.rail.workers(), ...pixWorkers(ctx));
+  log.info(
+    { sim_seed: config.simSeed, sim_seed_source: config.simSeedGenerated ? 'random' : 'SIM_SEED', settlement_ms: config.simSettlementMs, protection_ms: config.simProtectionMs },
+    `rail simulator ready (SIM_SEED=${config.simSeed})`,
+  );
 
   const print = options.print ?? ((text: string) => process.stdout.write(text));
   let demo: DemoCredentials | null = null;

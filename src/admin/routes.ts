@@ -131,6 +131,9 @@ export function accountView(account: AccountRow, balances: Balances) {
     },
     cash_out_fee_cents: account.cash_out_fee_cents,
     cash_in_fee_cents: account.cash_in_fee_cents,
+    cash_out_max_amount_cents: account.cash_out_max_amount_cents,
+    cash_out_daily_limit_cents: account.cash_out_daily_limit_cents,
+    cash_out_nighttime_limit_cents: account.cash_out_nighttime_limit_cents,
     created_at: account.created_at.toISOString(),
     updated_at: account.updated_at.toISOString(),
   };

@@ -4,6 +4,7 @@ import { installPipeline } from './pipeline.js';
 import { accountRoutes } from './account.routes.js';
 import { chargeRoutes } from '../pix/cashin/charges.routes.js';
 import { pixKeyRoutes } from '../pix/keys.routes.js';
+import { pixOutRoutes } from '../pix/routes.js';
 
 /** Extra route plugins mounted behind the pipeline (tests use it to exercise the stages). */
 export type ExternalPlugin = (app: FastifyInstance, ctx: AppContext) => Promise<void>;
@@ -16,6 +17,7 @@ export function externalRoutes(ctx: AppContext, extra: readonly ExternalPlugin[]
     await accountRoutes(app, ctx);
     await chargeRoutes(app, ctx);
     await pixKeyRoutes(app, ctx);
+    await pixOutRoutes(app, ctx);
     for (const register of extra) await register(app, ctx);
   };
 }
