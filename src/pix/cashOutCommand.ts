@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { EXTERNAL_ID, EXTERNAL_ID_MESSAGE } from './externalId.js';
 import type { FieldMap } from '../http/errors.js';
 import { BrCodeError, decodeBrCode } from '../lib/brcode.js';
 import { canonicalize } from '../lib/canonicalJson.js';
@@ -22,7 +23,6 @@ export interface CashOutCommand {
 }
 
 const FIELDS = new Set(['amount', 'pix_key', 'pix_key_type', 'emv', 'description', 'external_id']);
-export const EXTERNAL_ID = /^[a-zA-Z0-9._:-]{1,128}$/;
 const MAX_CENTS = Math.floor(Number.MAX_SAFE_INTEGER / 100);
 export const DESCRIPTION_MAX = 140;
 
@@ -61,7 +61,7 @@ export function parseCashOut(body: unknown): CashOutCommand {
   let externalId: string | null = null;
   if (externalRaw !== null) {
     externalId = externalRaw.trim();
-    if (!EXTERNAL_ID.test(externalId)) add('external_id', 'must be 1 to 128 characters from a-z A-Z 0-9 . _ : -');
+    if (!EXTERNAL_ID.test(externalId)) add('external_id', EXTERNAL_ID_MESSAGE);
   }
   if (Object.keys(fields).length > 0) throw cashOutBadRequest(fields);
 

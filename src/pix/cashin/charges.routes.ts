@@ -4,13 +4,11 @@ import type { AppContext } from '../../context.js';
 import { principal, recordAnswer } from '../../external/pipeline.js';
 import { parseOrThrow } from '../../http/validation.js';
 import { isValidDocument } from '../../lib/documents.js';
+import { EXTERNAL_ID, EXTERNAL_ID_MESSAGE } from '../externalId.js';
 import { CHARGE, createCharge } from './charges.js';
 
-/** `external_id` and `tag`: after trimming, 1 to 128 bytes of `a-zA-Z0-9._:-` (the spec's external_id rule). */
-const identifier = z
-  .string()
-  .trim()
-  .regex(/^[A-Za-z0-9._:-]{1,128}$/, 'must be 1 to 128 characters from a-z A-Z 0-9 . _ : -');
+/** `external_id` and `tag`: the spec's external_id rule. */
+const identifier = z.string().trim().regex(EXTERNAL_ID, EXTERNAL_ID_MESSAGE);
 
 /** CPF or CNPJ, digits with or without the usual punctuation; kept as digits. */
 const document = z
