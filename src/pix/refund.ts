@@ -126,13 +126,25 @@ async function submitRefund(ctx: AppContext, row: OwnedTransaction, original: Ow
   });
 }
 
-/** Applies the rail's acknowledgement of a stage-1 refund; returns the record after it. */
-export async function applyReturnAck(tx: Sql, ctx: AppContext, row: OwnedTransaction, ack: ReturnAck | null): Promise<OwnedTransaction> {
+/** What settles a return in flight: the books it leaves and the event it writes. */
+export type SettleReturn = (tx: Sql, ctx: AppContext, row: OwnedTransaction, settledAt: Date) => Promise<OwnedTransaction>;
+
+/**
+ * Applies the rail's acknowledgement of a stage-1 return; returns the record after it. `settle`:
+ * a voluntary refund's by default; the MED flow passes its own (src/med/refunds.ts).
+ */
+export async function applyReturnAck(
+  tx: Sql,
+  ctx: AppContext,
+  row: OwnedTransaction,
+  ack: ReturnAck | null,
+  settle: SettleReturn = settleRefund,
+): Promise<OwnedTransaction> {
   if (ack?.status === 'settled') {
     await lockAccount(tx, row.account_id);
     const current = await repo.lockTransaction(tx, row.id);
     if (current.stage === 3) return current;
-    return settleRefund(tx, ctx, current, ack.settledAt);
+    return settle(tx, ctx, current, ack.settledAt);
   }
   if (ack?.status === 'accepted') {
     const moved = await repo.markSent(tx, row.id, 'processing', ctx.clock.now());
@@ -169,14 +181,18 @@ async function settleRefund(tx: Sql, ctx: AppContext, row: OwnedTransaction, set
 
 type Of<K extends RailNotification['kind']> = Extract<RailNotification, { kind: K }>;
 
-async function lockRefund(tx: Sql, ctx: AppContext, endToEndId: string): Promise<OwnedTransaction | null> {
+/** The return of this end-to-end id if it is of `kind`, locked after its account's books; else null. */
+export async function lockReturn(tx: Sql, endToEndId: string, kind: string): Promise<OwnedTransaction | null> {
   const found = await repo.findByEndToEndId(tx, endToEndId);
-  if (!found || found.kind !== 'refund') {
-    ctx.log.warn({ end_to_end_id: endToEndId }, 'rail notification for an unknown refund ignored');
-    return null;
-  }
+  if (!found || found.kind !== kind) return null;
   await lockAccount(tx, found.account_id);
   return repo.lockTransaction(tx, found.id);
+}
+
+async function lockRefund(tx: Sql, ctx: AppContext, endToEndId: string): Promise<OwnedTransaction | null> {
+  const row = await lockReturn(tx, endToEndId, 'refund');
+  if (!row) ctx.log.warn({ end_to_end_id: endToEndId }, 'rail notification for an unknown refund ignored');
+  return row;
 }
 
 export async function onReturnSettled(tx: Sql, ctx: AppContext, n: Of<'return.settled'>): Promise<void> {
@@ -189,8 +205,8 @@ export async function onReturnSettled(tx: Sql, ctx: AppContext, n: Of<'return.se
 export async function onReturnRejected(tx: Sql, ctx: AppContext, n: Of<'return.rejected'>): Promise<void> {
   const row = await lockRefund(tx, ctx, n.endToEndId);
   if (!row || row.stage === 3) return;
-  await movePending(tx, 'release', { kind: 'refund_reverse', reference: row.transaction_id, accountId: row.account_id, amount: row.amount });
   const now = ctx.clock.now();
+  await movePending(tx, 'release', { kind: 'refund_reverse', reference: row.transaction_id, accountId: row.account_id, amount: row.amount, now });
   const failed = await repo.updateState(
     tx,
     row.id,
@@ -208,13 +224,13 @@ export async function onReturnRejected(tx: Sql, ctx: AppContext, n: Of<'return.r
   });
 }
 
-/** GET /pix/refund/:id: a refund of the merchant by transaction_id, end-to-end id or internal id. */
+/** GET /pix/refund/:id: a refund of the merchant (voluntary or MED) by transaction_id, end-to-end id or internal id. */
 export async function getRefund(ctx: AppContext, merchantId: number, id: string) {
   const row = await repo.findForMerchant(ctx.db, merchantId, id);
-  if (!row || row.kind !== 'refund') throw notFound('Refund not found', { worked: true });
+  if (!row || (row.kind !== 'refund' && row.kind !== 'med_refund')) throw notFound('Refund not found', { worked: true });
   const original = (await repo.findById(ctx.db, row.original_id!))!;
   const totals = await repo.refundTotals(ctx.db, original.id);
-  const meta = row.metadata as { return_code?: string; reason_code?: string; reason?: string };
+  const meta = row.metadata as { return_code?: string; reason_code?: string; reason?: string; infraction_id?: string };
   return {
     worked: true,
     id: row.id,
@@ -223,6 +239,8 @@ export async function getRefund(ctx: AppContext, merchantId: number, id: string)
     ...refundTotalsBody(original.amount, totals.executed, row.amount),
     reason_code: meta.reason_code ?? null,
     failure_reason: meta.reason ?? null,
+    // A MED refund (executed by the MED flow) names its infraction.
+    infraction_id: meta.infraction_id ?? null,
     completed_at: isoZ(row.completed_at),
     updated_at: isoZ(row.updated_at),
   };

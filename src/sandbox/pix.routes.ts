@@ -1,15 +1,16 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
-import { badRequest, conflict, notFound } from '../http/errors.js';
+import { badRequest } from '../http/errors.js';
 import { cents, parseOrThrow } from '../http/validation.js';
 import { isValidDocument } from '../lib/documents.js';
 import { centsToBaseUnits } from '../lib/money.js';
 import * as merchants from '../merchants/repository.js';
 import { normalizePixKey, PIX_KEY_TYPES } from '../pix/keys.js';
 import * as pix from '../pix/repository.js';
-import { SimulatedRail, type SandboxOutcome } from '../rail/simulator.js';
+import { SimulatedRail } from '../rail/simulator.js';
 import { transactionRecord } from '../transactions/views.js';
+import { unwrap } from './outcome.js';
 import { payBrCode } from './payerBank.js';
 
 const ispb = z.string().regex(/^\d{8}$/, 'must be 8 digits');
@@ -42,11 +43,6 @@ const pay = z.strictObject({
   payer_document: document.optional(),
   payer_ispb: ispb.optional(),
 });
-
-function unwrap<T>(outcome: SandboxOutcome<T>): T {
-  if (outcome.ok) return outcome.value;
-  throw outcome.reason === 'not_found' ? notFound(outcome.detail) : conflict(outcome.detail);
-}
 
 /**
  * Rail simulator controls of contract section 4: the directory of other institutions, decisions on
