@@ -1,5 +1,5 @@
 import type { Sql } from '../db/db.js';
-import { lockAccount, post } from '../ledger/ledger.js';
+import { lockAccount, moveWithinAccount } from '../ledger/ledger.js';
 import * as repo from './repository.js';
 
 /**
@@ -25,15 +25,8 @@ export async function moveBlock(
   move: 'block' | 'release',
   input: { kind: string; reference: string; accountId: number; amount: number },
 ): Promise<void> {
-  const sign = move === 'block' ? 1 : -1;
-  await post(tx, {
-    kind: input.kind,
-    reference: input.reference,
-    postings: [
-      { book: { accountId: input.accountId, book: 'available' }, amount: -sign * input.amount },
-      { book: { accountId: input.accountId, book: 'blocked' }, amount: sign * input.amount },
-    ],
-  });
+  const [from, to] = move === 'block' ? (['available', 'blocked'] as const) : (['blocked', 'available'] as const);
+  await moveWithinAccount(tx, { kind: input.kind, reference: input.reference, accountId: input.accountId, from, to, amount: input.amount });
 }
 
 /**

@@ -2,12 +2,13 @@ import type { AppContext } from '../context.js';
 import type { Sql } from '../db/db.js';
 import { lockAccount } from '../ledger/ledger.js';
 import { isoZ } from '../lib/clock.js';
-import { newEndToEndId, newTransactionId, TX_PREFIX } from '../lib/ids.js';
+import { TX_PREFIX } from '../lib/ids.js';
 import { refundTotalsBody } from '../pix/events.js';
+import { returnRecord } from '../pix/refund.js';
 import * as pix from '../pix/repository.js';
 import type { OwnedTransaction } from '../pix/repository.js';
 import type { RailNotification } from '../rail/rail.js';
-import { insertTransaction, TX_STATUS } from '../transactions/repository.js';
+import { insertTransaction } from '../transactions/repository.js';
 import { coverShortBlocks, moveBlock } from './blocks.js';
 import { emitMedEvent, infractionBody, refundRequestBody } from './events.js';
 import * as repo from './repository.js';
@@ -131,31 +132,18 @@ export async function onInfractionResolved(tx: Sql, ctx: AppContext, n: Of<'infr
 
 /** The return of an accepted infraction: an outbound PIX record at stage 1, its money still in `blocked`. */
 async function insertMedRefund(tx: Sql, ctx: AppContext, infraction: InfractionRow, original: OwnedTransaction, amount: number, now: Date) {
-  const row = await insertTransaction(tx, {
-    transaction_id: newTransactionId(TX_PREFIX.medRefund, now),
-    account_id: infraction.account_id,
-    kind: MED.refundKind,
-    type: 'pix',
-    direction: 'outbound',
-    status: TX_STATUS.pending,
-    payment_status: 'processing',
-    stage: 1,
-    end_to_end_id: newEndToEndId('D', ctx.config.institutionIspb, now),
-    amount,
-    description: MED.refundDescription,
-    counterparty_name: original.counterparty_name,
-    recipient_document: original.payer_document,
-    recipient_ispb: original.payer_ispb,
-    original_id: original.id,
-    metadata: {
-      return_code: medReturnCode(infraction.reason),
-      infraction_id: infraction.id,
-      original_transaction_id: original.transaction_id,
-      original_end_to_end_id: original.end_to_end_id,
-      recipient_bank_name: original.payer_bank_name,
-    },
-    created_at: now,
-  });
+  const row = await insertTransaction(
+    tx,
+    returnRecord(ctx, original, {
+      prefix: TX_PREFIX.medRefund,
+      kind: MED.refundKind,
+      amount,
+      description: MED.refundDescription,
+      returnCode: medReturnCode(infraction.reason),
+      now,
+      metadata: { infraction_id: infraction.id },
+    }),
+  );
   return { ...row, merchant_id: infraction.merchant_id };
 }
 

@@ -1,9 +1,8 @@
 import type { AppContext } from '../context.js';
 import type { Sql } from '../db/db.js';
-import { INSTITUTION_BOOK, post } from '../ledger/ledger.js';
 import { isoZ } from '../lib/clock.js';
 import { refundBody, refundTotalsBody } from '../pix/events.js';
-import { applyReturnAck, lockReturn, returnOrder } from '../pix/refund.js';
+import { applyReturnAck, bookReturnSettled, lockReturn, returnOrder } from '../pix/refund.js';
 import * as pix from '../pix/repository.js';
 import type { OwnedTransaction } from '../pix/repository.js';
 import type { RailNotification, ReturnAck } from '../rail/rail.js';
@@ -45,15 +44,7 @@ async function infractionOf(tx: Sql, row: OwnedTransaction) {
 /** blocked -> central bank, settled, pix.refund.completed (status settled). The account is locked. */
 export async function settleMedRefund(tx: Sql, ctx: AppContext, row: OwnedTransaction, settledAt: Date): Promise<OwnedTransaction> {
   const now = ctx.clock.now();
-  await post(tx, {
-    kind: 'med_refund_settle',
-    reference: row.transaction_id,
-    postings: [
-      { book: { accountId: row.account_id, book: 'blocked' }, amount: -row.amount },
-      { book: INSTITUTION_BOOK.centralBank, amount: row.amount },
-    ],
-  });
-  const settled = await pix.updateState(tx, row.id, { status: TX_STATUS.completed, payment_status: 'settled', stage: 3, completed_at: settledAt }, now);
+  const settled = await bookReturnSettled(tx, ctx, row, settledAt, { kind: 'med_refund_settle', from: 'blocked' });
   const infraction = await infractionOf(tx, row);
   await repo.updateInfraction(tx, infraction.id, { blockedDelta: -row.amount, refundedDelta: row.amount, refundStatus: 'settled' }, now);
   await emitRefundOutcome(tx, settled, 'pix.refund.completed', { completed_at: isoZ(settledAt) });

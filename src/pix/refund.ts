@@ -1,12 +1,12 @@
 import type { AppContext } from '../context.js';
 import type { Sql } from '../db/db.js';
 import { notFound, unprocessable } from '../http/errors.js';
-import { INSTITUTION_BOOK, lockAccount, post } from '../ledger/ledger.js';
+import { INSTITUTION_BOOK, lockAccount, post, type MerchantBook } from '../ledger/ledger.js';
 import { isoZ } from '../lib/clock.js';
 import { newEndToEndId, newTransactionId, TX_PREFIX } from '../lib/ids.js';
 import { centsToBaseUnits } from '../lib/money.js';
 import type { RailNotification, ReturnAck, ReturnOrder } from '../rail/rail.js';
-import { insertTransaction, TX_STATUS } from '../transactions/repository.js';
+import { insertTransaction, TX_STATUS, type NewTransaction } from '../transactions/repository.js';
 import { emitFor, refundBody, refundTotalsBody } from './events.js';
 import { movePending } from './postings.js';
 import { assertRefundNotMedTriggered } from './refundMedGuard.js';
@@ -57,34 +57,50 @@ export async function refund(ctx: AppContext, merchantId: number, req: RefundReq
     if (totals.open + amount > original.amount) throw unprocessable('refund amount exceeds the original transaction', { worked: true });
     if (balances.safe < amount) throw unprocessable('insufficient balance', { worked: true });
     const now = ctx.clock.now();
-    const inserted = await insertTransaction(tx, {
-      transaction_id: newTransactionId(TX_PREFIX.refund, now),
-      account_id: original.account_id,
-      kind: 'refund',
-      type: 'pix',
-      direction: 'outbound',
-      status: TX_STATUS.pending,
-      payment_status: 'processing',
-      stage: 1,
-      end_to_end_id: newEndToEndId('D', ctx.config.institutionIspb, now),
-      amount,
-      description: req.description,
-      counterparty_name: original.counterparty_name,
-      recipient_document: original.payer_document,
-      recipient_ispb: original.payer_ispb,
-      original_id: original.id,
-      metadata: {
-        return_code: req.returnCode,
-        original_transaction_id: original.transaction_id,
-        original_end_to_end_id: original.end_to_end_id,
-        recipient_bank_name: original.payer_bank_name,
-      },
-      created_at: now,
-    });
+    const inserted = await insertTransaction(
+      tx,
+      returnRecord(ctx, original, { prefix: TX_PREFIX.refund, kind: 'refund', amount, description: req.description, returnCode: req.returnCode, now }),
+    );
     await movePending(tx, 'reserve', { kind: 'refund_reserve', reference: inserted.transaction_id, accountId: original.account_id, amount });
     return { ...inserted, merchant_id: original.merchant_id };
   });
   return submitRefund(ctx, row, original, record);
+}
+
+/**
+ * The statement record of a return of `original` to its payer — a voluntary refund or a MED return
+ * — at stage 1 (accepted here, not yet sent), with a new `D…` end-to-end id.
+ */
+export function returnRecord(
+  ctx: AppContext,
+  original: OwnedTransaction,
+  r: { prefix: string; kind: string; amount: number; description: string; returnCode: string; now: Date; metadata?: Record<string, unknown> },
+): NewTransaction {
+  return {
+    transaction_id: newTransactionId(r.prefix, r.now),
+    account_id: original.account_id,
+    kind: r.kind,
+    type: 'pix',
+    direction: 'outbound',
+    status: TX_STATUS.pending,
+    payment_status: 'processing',
+    stage: 1,
+    end_to_end_id: newEndToEndId('D', ctx.config.institutionIspb, r.now),
+    amount: r.amount,
+    description: r.description,
+    counterparty_name: original.counterparty_name,
+    recipient_document: original.payer_document,
+    recipient_ispb: original.payer_ispb,
+    original_id: original.id,
+    metadata: {
+      return_code: r.returnCode,
+      original_transaction_id: original.transaction_id,
+      original_end_to_end_id: original.end_to_end_id,
+      recipient_bank_name: original.payer_bank_name,
+      ...r.metadata,
+    },
+    created_at: r.now,
+  };
 }
 
 export function returnOrder(row: OwnedTransaction, original: Pick<OwnedTransaction, 'end_to_end_id'>): ReturnOrder {
@@ -153,22 +169,31 @@ export async function applyReturnAck(
   return repo.lockTransaction(tx, row.id);
 }
 
-/** pending -> central bank, settled, pix.refund.completed with the totals of rule 6. */
-async function settleRefund(tx: Sql, ctx: AppContext, row: OwnedTransaction, settledAt: Date): Promise<OwnedTransaction> {
+/**
+ * Books a return as settled: its money leaves the account's `from` book (pending for a refund,
+ * blocked for a MED return) for the central bank, and the record becomes final.
+ */
+export async function bookReturnSettled(
+  tx: Sql,
+  ctx: AppContext,
+  row: OwnedTransaction,
+  settledAt: Date,
+  ledger: { kind: string; from: MerchantBook },
+): Promise<OwnedTransaction> {
   await post(tx, {
-    kind: 'refund_settle',
+    kind: ledger.kind,
     reference: row.transaction_id,
     postings: [
-      { book: { accountId: row.account_id, book: 'pending' }, amount: -row.amount },
+      { book: { accountId: row.account_id, book: ledger.from }, amount: -row.amount },
       { book: INSTITUTION_BOOK.centralBank, amount: row.amount },
     ],
   });
-  const settled = await repo.updateState(
-    tx,
-    row.id,
-    { status: TX_STATUS.completed, payment_status: 'settled', stage: 3, completed_at: settledAt },
-    ctx.clock.now(),
-  );
+  return repo.updateState(tx, row.id, { status: TX_STATUS.completed, payment_status: 'settled', stage: 3, completed_at: settledAt }, ctx.clock.now());
+}
+
+/** pending -> central bank, settled, pix.refund.completed with the totals of rule 6. */
+async function settleRefund(tx: Sql, ctx: AppContext, row: OwnedTransaction, settledAt: Date): Promise<OwnedTransaction> {
+  const settled = await bookReturnSettled(tx, ctx, row, settledAt, { kind: 'refund_settle', from: 'pending' });
   const original = (await repo.findById(tx, row.original_id!))!;
   const totals = await repo.refundTotals(tx, original.id);
   await emitFor(tx, 'pix.refund.completed', settled, {

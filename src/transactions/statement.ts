@@ -18,6 +18,7 @@ import { receipt, statementItem, transactionRecord } from './views.js';
  * GET /statement, GET /transactions, the four lookups and the receipt. Statement and list errors
  * are 400 with `worked: false` beside `errors` (the spec's statement business errors carry it).
  */
+
 export interface ListParams {
   page: number;
   perPage: number;

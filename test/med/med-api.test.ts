@@ -245,8 +245,8 @@ describe.each(BACKENDS)('MED deadlines on %s', (backend) => {
     expect(failed).toMatchObject({ status: 4, payment_status: 'failed', metadata: expect.objectContaining({ return_code: 'BE08', reason_code: 'RETURN_DEADLINE_EXCEEDED' }) });
     expect(await balances(s.ctx.db, m.accountId)).toMatchObject({ blocked: 0, pending: 0 });
     expect(await ledgerOf(s.ctx.db, refundId)).toEqual([
-      ['med_refund_reverse', `account:${m.accountId}:available`, 200_000],
       ['med_refund_reverse', `account:${m.accountId}:blocked`, -200_000],
+      ['med_refund_reverse', `account:${m.accountId}:available`, 200_000],
     ]);
     expect((await m.client.get(`/med/${id}`)).body).toMatchObject({ status: 'CLOSED', blocked_amount: 0, refunded_amount: 0, released_amount: 200_000, refund: { status: 'failed', transaction_id: refundId } });
     const events = await medEvents(s.ctx.db, id);

@@ -209,8 +209,8 @@ describe.each(BACKENDS)('MED flow on %s', (backend) => {
       expect(await ledgerOf(s.ctx.db, id)).toEqual([
         ['med_block', `account:${m.accountId}:available`, -300_000],
         ['med_block', `account:${m.accountId}:blocked`, 300_000],
-        ['med_release', `account:${m.accountId}:available`, 300_000],
         ['med_release', `account:${m.accountId}:blocked`, -300_000],
+        ['med_release', `account:${m.accountId}:available`, 300_000],
       ]);
       const events = await medEvents(s.ctx.db, id);
       expect(events.map((e) => [e.event, e.payload.status])).toEqual([
