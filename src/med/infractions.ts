@@ -109,7 +109,8 @@ export async function onInfractionResolved(tx: Sql, ctx: AppContext, n: Of<'infr
     );
     const resolved = await repo.findInfraction(tx, infraction.id);
     await emitResolved(tx, resolved!, refundAmount);
-    if (!refund) await emitNothingRefunded(tx, resolved!, 'nothing_blocked', now);
+    // Nothing to return: nothing was blocked, or refunds already took what the PIX allows (then released).
+    if (!refund) await emitNothingRefunded(tx, resolved!, excess > 0 ? 'released' : 'nothing_blocked', now);
     if (excess > 0) await coverShortBlocks(tx, infraction.account_id, now);
     return refund;
   }

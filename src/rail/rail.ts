@@ -7,7 +7,8 @@ import type { PixKeyType } from '../pix/keys.js';
  * implements it for the sandbox, and a real rail adapter would implement it too.
  *
  * Calls go one way (sendPayment, sendReturn, directory look-ups) and answer with the rail's
- * acknowledgement only. Outcomes come back the other way, asynchronously, as notifications: the
+ * acknowledgement only. Outcomes — and what other participants start: incoming PIX, MED
+ * infractions and their decisions — come back the other way, asynchronously, as notifications: the
  * service registers one handler (`onNotification`); the rail delivers each notification at least
  * once (so the handler must be idempotent) and, for one subject, in the order they happened.
  */

@@ -374,6 +374,12 @@ describe.each(BACKENDS)('MED flow on %s', (backend) => {
     expect(await resolveInfraction(s, id, 'accepted')).toEqual({ status: 409, body: { errors: { conflict: 'The infraction is already CLOSED' } } });
     // Once resolved, a new infraction may be reported, within what is left of the payment.
     expect((await reportInfraction(s, { end_to_end_id: original.end_to_end_id })).body).toMatchObject({ status: 'OPEN', amount: 100_000 });
+    // The sandbox needs the admin token.
+    for (const path of ['/infractions', `/infractions/${id}/resolve`]) {
+      const res = await fetch(`${s.url}/api/sandbox${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      expect(res.status).toBe(401);
+      expect(await res.json()).toEqual({ errors: { unauthorized: 'Missing or invalid admin token' } });
+    }
     // Everything refused wrote nothing.
     const [{ n }] = (await s.ctx.db.query<{ n: number }>('SELECT count(*)::bigint AS n FROM med_infractions WHERE account_id = $1', [m.accountId])) as [{ n: number }];
     expect(n).toBe(2);
