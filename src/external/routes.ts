@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
 import { installPipeline } from './pipeline.js';
 import { accountRoutes } from './account.routes.js';
+import { webhookRoutes } from '../webhooks/webhooks.routes.js';
 
 /** Extra route plugins mounted behind the pipeline (tests use it to exercise the stages). */
 export type ExternalPlugin = (app: FastifyInstance, ctx: AppContext) => Promise<void>;
@@ -12,6 +13,7 @@ export function externalRoutes(ctx: AppContext, extra: readonly ExternalPlugin[]
     installPipeline(app, { ctx, nonces: ctx.nonces, rateLimiter: ctx.rateCounter, idempotency: ctx.idempotency });
     app.setNotFoundHandler((_req, reply) => reply.code(404).send({ errors: { not_found: 'route not found' } }));
     await accountRoutes(app, ctx);
+    await webhookRoutes(app, ctx);
     for (const register of extra) await register(app, ctx);
   };
 }
