@@ -16,6 +16,7 @@ import type { ExternalPlugin } from './external/routes.js';
 import { periodicWorker } from './lib/periodic.js';
 import { MemoryFixedWindow, RedisFixedWindow } from './ratelimit/fixedWindow.js';
 import { seedDemo, type DemoCredentials } from './seed.js';
+import { webhookWorkers } from './webhooks/workers.js';
 
 export const INSTITUTION_NAME = 'pixgate';
 /** Graceful shutdown must finish within this; then the process exits regardless. */
@@ -82,6 +83,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     idempotency: new IdempotencyStore(db, clock),
   };
   ctx.workers.push(periodicWorker('idempotency-purge', 60_000, log, () => ctx.idempotency.purgeExpired()));
+  ctx.workers.push(...webhookWorkers(ctx));
 
   const print = options.print ?? ((text: string) => process.stdout.write(text));
   let demo: DemoCredentials | null = null;

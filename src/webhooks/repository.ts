@@ -31,7 +31,8 @@ export interface NewWebhook {
   id: string;
   merchantId: number;
   accountId: number | null;
-  clientId: string;
+  /** The API key that registered it (null when written by other means). */
+  clientId: string | null;
   url: string;
   events: string[];
   secret: string;

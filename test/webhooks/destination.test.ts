@@ -2,8 +2,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.js';
 import { addressProblem, hostProblem, isAllowedHost, parseAllowedHosts, parseLegacyIpv4 } from '../../src/webhooks/destination.js';
-
-
+import { guardedLookup, PrivateDestinationError, signDelivery } from '../../src/webhooks/http.js';
+import { retryDelayMs } from '../../src/webhooks/workers.js';
 
 /** The refused IPv4 ranges, written independently of the implementation (the oracle). */
 const BLOCKED: Array<[number, number]> = [
@@ -114,3 +114,77 @@ describe('WEBHOOK_ALLOWED_HOSTS', () => {
   });
 });
 
+describe('delivery settings', () => {
+  it('WEBHOOK_TIMEOUT_MS and WEBHOOK_RETRY_SCHEDULE have defaults and are validated', () => {
+    const c = parseConfig({});
+    expect(c.webhookTimeoutMs).toBe(10_000);
+    expect(c.webhookRetryScheduleMs).toEqual([5_000, 30_000, 120_000, 600_000, 1_800_000, 3_600_000, 7_200_000, 14_400_000, 28_800_000, 28_800_000]);
+    // 11 attempts over about a day
+    expect(c.webhookRetryScheduleMs.reduce((a, b) => a + b, 0) / 3_600_000).toBeCloseTo(23.7, 1);
+    expect(parseConfig({ WEBHOOK_RETRY_SCHEDULE: '100ms, 1s,2m,1h' }).webhookRetryScheduleMs).toEqual([100, 1000, 120_000, 3_600_000]);
+    expect(() => parseConfig({ WEBHOOK_RETRY_SCHEDULE: '5x' })).toThrow('WEBHOOK_RETRY_SCHEDULE entry "5x" is not a duration of at most 24h such as 500ms, 5s, 2m or 1h');
+    expect(() => parseConfig({ WEBHOOK_RETRY_SCHEDULE: '25h' })).toThrow(/WEBHOOK_RETRY_SCHEDULE entry "25h"/);
+    expect(() => parseConfig({ WEBHOOK_RETRY_SCHEDULE: Array(31).fill('1s').join(',') })).toThrow('WEBHOOK_RETRY_SCHEDULE has 31 entries; at most 30');
+    expect(() => parseConfig({ WEBHOOK_TIMEOUT_MS: '50' })).toThrow('WEBHOOK_TIMEOUT_MS must be between 100 and 120000, got 50');
+  });
+
+  it('retry waits follow the schedule within ±20 % and stop when it is exhausted', () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 86_400_000 }), { minLength: 1, maxLength: 30 }), fc.double({ min: 0, max: 0.999999, noNaN: true }), (schedule, r) => {
+        for (let step = 1; step <= schedule.length; step++) {
+          const d = retryDelayMs(schedule, step, () => r)!;
+          expect(d).toBeGreaterThanOrEqual(Math.floor(schedule[step - 1]! * 0.8));
+          expect(d).toBeLessThanOrEqual(Math.ceil(schedule[step - 1]! * 1.2));
+        }
+        expect(retryDelayMs(schedule, schedule.length + 1, () => r)).toBeNull();
+      }),
+    );
+  });
+
+  it('signature: hex HMAC-SHA256 of the exact bytes', () => {
+    // RFC 4231 test case 2
+    expect(signDelivery('Jefe', 'what do ya want for nothing?')).toBe('5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843');
+  });
+});
+
+describe('connection-time check (guarded lookup)', () => {
+  const lookupWith = (answers: Record<string, Array<{ address: string; family: number }>>) =>
+    guardedLookup(async (host) => {
+      const a = answers[host];
+      if (!a) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
+      return a;
+    });
+  const run = (lookup: ReturnType<typeof lookupWith>, host: string, options: object) =>
+    new Promise<{ err: Error | null; result: unknown }>((resolve) =>
+      lookup(host, options as never, (err: Error | null, address: unknown, family?: number) => resolve({ err, result: family === undefined ? address : [address, family] })),
+    );
+
+  const lookup = lookupWith({
+    'public.example.com': [{ address: '93.184.216.34', family: 4 }, { address: '2606:2800:220:1::1', family: 6 }],
+    'rebind.example.com': [{ address: '127.0.0.1', family: 4 }],
+    'mixed.example.com': [{ address: '93.184.216.34', family: 4 }, { address: '10.0.0.7', family: 4 }],
+    'mapped.example.com': [{ address: '::ffff:169.254.169.254', family: 6 }],
+  });
+
+  it('passes public answers through, as one address or all of them', async () => {
+    expect(await run(lookup, 'public.example.com', {})).toEqual({ err: null, result: ['93.184.216.34', 4] });
+    expect(await run(lookup, 'public.example.com', { family: 6 })).toEqual({ err: null, result: ['2606:2800:220:1::1', 6] });
+    expect((await run(lookup, 'public.example.com', { all: true })).result).toEqual([
+      { address: '93.184.216.34', family: 4 },
+      { address: '2606:2800:220:1::1', family: 6 },
+    ]);
+  });
+
+  it('refuses a name if any of its addresses is private', async () => {
+    for (const [host, message] of [
+      ['rebind.example.com', 'destination rebind.example.com resolves to 127.0.0.1 (loopback)'],
+      ['mixed.example.com', 'destination mixed.example.com resolves to 10.0.0.7 (private network)'],
+      ['mapped.example.com', 'destination mapped.example.com resolves to ::ffff:169.254.169.254 (IPv4-mapped 169.254.169.254, link-local)'],
+    ]) {
+      const { err } = await run(lookup, host!, { all: true });
+      expect(err).toBeInstanceOf(PrivateDestinationError);
+      expect(err!.message).toBe(message);
+    }
+    expect((await run(lookup, 'nowhere.example.com', {})).err?.message).toMatch(/ENOTFOUND/);
+  });
+});
