@@ -30,6 +30,10 @@ CREATE INDEX webhooks_merchant_idx ON webhooks (merchant_id, created_at) WHERE d
 --   attempts        attempts started (numbers the rows of webhook_attempts)
 --   retry_step      failed attempts of the current cycle (drives the backoff; a re-send resets it)
 --   next_attempt_at when a pending delivery may be claimed; while an attempt runs it holds the lease
+--   ready           it is the head of its (webhook, subject) queue: no earlier delivery of the subject
+--                   to the webhook is pending. Followers wait with ready = false and are promoted
+--                   when the head finishes; senders only look at ready rows (the claim re-checks the
+--                   order, so `ready` is what keeps claims cheap, not what keeps the order)
 --   claim_token     fencing token of the attempt in hand: a result is written only with it
 CREATE TABLE webhook_deliveries (
   id                uuid PRIMARY KEY DEFAULT gen_random_uuid(),
@@ -41,6 +45,7 @@ CREATE TABLE webhook_deliveries (
   attempts          integer NOT NULL DEFAULT 0 CHECK (attempts >= 0),
   retry_step        integer NOT NULL DEFAULT 0 CHECK (retry_step >= 0),
   next_attempt_at   timestamptz NOT NULL DEFAULT now(),
+  ready             boolean NOT NULL DEFAULT true,
   claim_token       uuid,
   last_attempt_at   timestamptz,
   last_status_code  integer,
@@ -49,11 +54,13 @@ CREATE TABLE webhook_deliveries (
   updated_at        timestamptz NOT NULL DEFAULT now(),
   delivered_at      timestamptz,
   failed_at         timestamptz,
+  -- one delivery per event per webhook; also the per-webhook listing of operators
   CONSTRAINT webhook_deliveries_event_webhook_key UNIQUE (webhook_id, outbox_id)
 );
--- Due work, in the order senders take it.
-CREATE INDEX webhook_deliveries_due_idx ON webhook_deliveries (next_attempt_at) WHERE status = 'pending';
--- "Is an earlier delivery of this subject to this webhook still pending?" (per-subject ordering).
+-- Due work, in the order senders take it (heads of their subject queue only).
+CREATE INDEX webhook_deliveries_due_idx ON webhook_deliveries (next_attempt_at) WHERE status = 'pending' AND ready;
+-- "Is an earlier delivery of this subject to this webhook still pending?" (per-subject ordering),
+-- and "which follower comes next?".
 CREATE INDEX webhook_deliveries_subject_idx ON webhook_deliveries (webhook_id, subject, outbox_id) WHERE status = 'pending';
 
 -- "Is an earlier event of this subject not fanned out yet?" (ordering across dispatcher batches).

@@ -117,7 +117,7 @@ export async function webhookAdminRoutes(app: FastifyInstance, ctx: AppContext) 
     const body = parseOrThrow(patchBody, req.body);
     const w = await load(id);
     if (w.deleted_at) throw conflict('webhook is deleted');
-    const updated = await repo.setWebhookActive(ctx.db, id, body.is_active);
+    const updated = await ctx.db.transaction((tx) => repo.setWebhookActive(tx, id, body.is_active));
     if (!updated) throw conflict('webhook is deleted');
     return webhookView(updated);
   });

@@ -94,11 +94,25 @@ export async function findWebhook(sql: Sql, id: string): Promise<WebhookRow | un
   return row;
 }
 
-export async function setWebhookActive(sql: Sql, id: string, active: boolean): Promise<WebhookRow | undefined> {
-  const [row] = await sql.query<WebhookRow>(
+/**
+ * Pauses or resumes a webhook. Its pending deliveries stay; while it is paused they are taken off the
+ * senders' due index (ready = false; one in flight finishes), and on resume the heads of its subject
+ * queues become ready again.
+ */
+export async function setWebhookActive(tx: Sql, id: string, active: boolean): Promise<WebhookRow | undefined> {
+  const [row] = await tx.query<WebhookRow>(
     'UPDATE webhooks SET is_active = $2, updated_at = now() WHERE id = $1 AND deleted_at IS NULL RETURNING *',
     [id, active],
   );
+  if (!row) return undefined;
+  if (active) await promoteStrandedHeads(tx, id);
+  else {
+    await tx.query(
+      `UPDATE webhook_deliveries SET ready = false, updated_at = now()
+        WHERE webhook_id = $1 AND status = 'pending' AND ready AND claim_token IS NULL`,
+      [id],
+    );
+  }
   return row;
 }
 
@@ -154,18 +168,29 @@ export async function dispatchOutbox(tx: Sql, limit: number, aliases: ReadonlyAr
   );
   if (claimed.length === 0) return { events: 0, deliveries: 0 };
   const ids = claimed.map((r) => r.id);
+  // A delivery is born ready (head of its subject queue for the webhook) when it is the batch's first
+  // of its subject and nothing earlier of the subject is pending or still waiting for fan-out.
   const inserted = await tx.query(
-    `INSERT INTO webhook_deliveries (webhook_id, outbox_id, event, subject)
-     SELECT w.id, e.id, e.event, e.subject
-       FROM outbox_events e
-       JOIN webhooks w ON w.merchant_id = e.merchant_id
-                      AND (w.account_id IS NULL OR w.account_id = e.account_id)
-                      AND w.is_active AND w.deleted_at IS NULL
-      WHERE e.id = ANY($1::bigint[])
-        AND (e.event = ANY(w.events)
-             OR EXISTS (SELECT 1 FROM unnest($2::text[], $3::text[]) AS a(alias, target)
-                         WHERE a.target = e.event AND a.alias = ANY(w.events)))
-      ORDER BY e.id
+    `INSERT INTO webhook_deliveries (webhook_id, outbox_id, event, subject, ready)
+     SELECT m.webhook_id, m.outbox_id, m.event, m.subject,
+            m.rn = 1
+            AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p
+                             WHERE p.webhook_id = m.webhook_id AND p.subject = m.subject
+                               AND p.status = 'pending' AND p.outbox_id < m.outbox_id)
+            AND NOT EXISTS (SELECT 1 FROM outbox_events o
+                             WHERE o.subject = m.subject AND o.dispatched_at IS NULL AND o.id < m.outbox_id
+                               AND NOT (o.id = ANY($1::bigint[])))
+       FROM (SELECT w.id AS webhook_id, e.id AS outbox_id, e.event, e.subject,
+                    row_number() OVER (PARTITION BY w.id, e.subject ORDER BY e.id) AS rn
+               FROM outbox_events e
+               JOIN webhooks w ON w.merchant_id = e.merchant_id
+                              AND (w.account_id IS NULL OR w.account_id = e.account_id)
+                              AND w.is_active AND w.deleted_at IS NULL
+              WHERE e.id = ANY($1::bigint[])
+                AND (e.event = ANY(w.events)
+                     OR EXISTS (SELECT 1 FROM unnest($2::text[], $3::text[]) AS a(alias, target)
+                                 WHERE a.target = e.event AND a.alias = ANY(w.events)))) m
+      ORDER BY m.outbox_id
      ON CONFLICT (webhook_id, outbox_id) DO NOTHING
      RETURNING id`,
     [ids, aliases.map((a) => a[0]), aliases.map((a) => a[1])],
@@ -192,54 +217,74 @@ export interface DeliveryJob {
 
 /**
  * Claims up to `limit` due deliveries and takes a lease on them (`next_attempt_at` = now + lease), in
- * the caller's transaction. A delivery is due when it is pending, its time has come, its webhook is
- * live and active, and it is the earliest pending delivery of its subject to its webhook, with no
- * earlier event of its subject still waiting for fan-out: so one subject's events reach a webhook in
- * the order they were written. At most `perWebhook` deliveries of one webhook per claim, none of the
- * webhooks in `skipWebhooks` (the caller's busy ones).
+ * one statement. A delivery is due when it is pending, ready (head of its subject queue), its time has
+ * come and its webhook is live and active. The order of a subject is re-checked here, whatever
+ * `ready` says: no earlier delivery of the subject to the webhook may be pending, and no earlier event
+ * of the subject may still wait for fan-out. At most `perWebhook` deliveries of one webhook per claim,
+ * fewer for the webhooks in `room` (the caller's in-flight ones: webhook id → how many more).
  */
 export async function claimDeliveries(
-  tx: Sql,
-  options: { limit: number; perWebhook: number; leaseMs: number; skipWebhooks: readonly string[]; claimToken: string },
+  sql: Sql,
+  options: { limit: number; perWebhook: number; leaseMs: number; room: ReadonlyMap<string, number>; claimToken: string },
 ): Promise<DeliveryJob[]> {
-  const locked = await tx.query<{ id: string }>(
+  const full = [...options.room].filter(([, n]) => n <= 0).map(([id]) => id);
+  const partial = [...options.room].filter(([, n]) => n > 0);
+  return sql.query<DeliveryJob>(
     `WITH candidates AS (
-       SELECT d.id, d.webhook_id, d.next_attempt_at, d.outbox_id
+       SELECT d.id, d.webhook_id, d.next_attempt_at
          FROM webhook_deliveries d
-         JOIN webhooks w ON w.id = d.webhook_id
-        WHERE d.status = 'pending' AND d.next_attempt_at <= now()
-          AND w.is_active AND w.deleted_at IS NULL
+        WHERE d.status = 'pending' AND d.ready AND d.next_attempt_at <= now()
           AND NOT (d.webhook_id = ANY($3::uuid[]))
+          AND EXISTS (SELECT 1 FROM webhooks w WHERE w.id = d.webhook_id AND w.is_active AND w.deleted_at IS NULL)
+        ORDER BY d.next_attempt_at
+        LIMIT $1 * 4
+     ), ranked AS (
+       SELECT c.id, c.next_attempt_at, COALESCE(k.room, $2) AS room,
+              row_number() OVER (PARTITION BY c.webhook_id ORDER BY c.next_attempt_at) AS rn
+         FROM candidates c LEFT JOIN unnest($6::uuid[], $7::int[]) AS k(webhook_id, room) ON k.webhook_id = c.webhook_id
+     ), locked AS (
+       SELECT d.id FROM webhook_deliveries d JOIN ranked r ON r.id = d.id
+        WHERE r.rn <= r.room AND d.status = 'pending' AND d.next_attempt_at <= now()
           AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p
                            WHERE p.webhook_id = d.webhook_id AND p.subject = d.subject
                              AND p.status = 'pending' AND p.outbox_id < d.outbox_id)
           AND NOT EXISTS (SELECT 1 FROM outbox_events o
                            WHERE o.subject = d.subject AND o.dispatched_at IS NULL AND o.id < d.outbox_id)
-        ORDER BY d.next_attempt_at, d.outbox_id
-        LIMIT $1 * 4
-     ), ranked AS (
-       SELECT id, next_attempt_at, outbox_id,
-              row_number() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at, outbox_id) AS rn
-         FROM candidates
+        ORDER BY r.next_attempt_at
+        LIMIT $1
+        FOR UPDATE OF d SKIP LOCKED
      )
-     SELECT d.id FROM webhook_deliveries d JOIN ranked r ON r.id = d.id
-      WHERE r.rn <= $2 AND d.status = 'pending' AND d.next_attempt_at <= now()
-      ORDER BY r.next_attempt_at, r.outbox_id
-      LIMIT $1
-      FOR UPDATE OF d SKIP LOCKED`,
-    [options.limit, options.perWebhook, options.skipWebhooks],
-  );
-  if (locked.length === 0) return [];
-  return tx.query<DeliveryJob>(
-    `UPDATE webhook_deliveries d
-        SET attempts = d.attempts + 1, claim_token = $2,
-            next_attempt_at = now() + $3 * interval '1 millisecond', updated_at = now()
-       FROM webhooks w, outbox_events o
-      WHERE d.id = ANY($1::uuid[]) AND w.id = d.webhook_id AND o.id = d.outbox_id
+     UPDATE webhook_deliveries d
+        SET attempts = d.attempts + 1, claim_token = $4,
+            next_attempt_at = now() + $5 * interval '1 millisecond', updated_at = now()
+       FROM locked l, webhooks w, outbox_events o
+      WHERE d.id = l.id AND w.id = d.webhook_id AND o.id = d.outbox_id
       RETURNING d.id, d.webhook_id, d.event, d.attempts, d.retry_step, d.claim_token,
                 w.url, w.secret, o.payload, o.created_at AS event_created_at`,
-    [locked.map((r) => r.id), options.claimToken, options.leaseMs],
+    [options.limit, options.perWebhook, full, options.claimToken, options.leaseMs, partial.map((p) => p[0]), partial.map((p) => p[1])],
   );
+}
+
+/**
+ * Safety net of the fast path above: makes ready every pending delivery of an active webhook that has
+ * become the head of its queue without being promoted (a head that finished while its follower was
+ * being fanned out in another transaction; a webhook resumed after a pause). Cheap when there is
+ * nothing to repair; run every few seconds, and for one webhook when it is resumed.
+ */
+export async function promoteStrandedHeads(sql: Sql, webhookId: string | null = null): Promise<number> {
+  const rows = await sql.query(
+    `UPDATE webhook_deliveries d SET ready = true, updated_at = now()
+      WHERE d.status = 'pending' AND NOT d.ready AND ($1::uuid IS NULL OR d.webhook_id = $1)
+        AND EXISTS (SELECT 1 FROM webhooks w WHERE w.id = d.webhook_id AND w.is_active AND w.deleted_at IS NULL)
+        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p
+                         WHERE p.webhook_id = d.webhook_id AND p.subject = d.subject
+                           AND p.status = 'pending' AND p.outbox_id < d.outbox_id)
+        AND NOT EXISTS (SELECT 1 FROM outbox_events o
+                         WHERE o.subject = d.subject AND o.dispatched_at IS NULL AND o.id < d.outbox_id)
+      RETURNING d.id`,
+    [webhookId],
+  );
+  return rows.length;
 }
 
 export interface AttemptRecord {
@@ -255,7 +300,7 @@ export interface AttemptRecord {
 }
 
 /**
- * What becomes of the delivery after an attempt:
+ * What becomes of a delivery after an attempt:
  *   delivered      2xx
  *   retry          wait `delayMs`, then try again (retry_step + 1)
  *   failed         schedule exhausted
@@ -268,43 +313,68 @@ export type AttemptOutcome =
   | { kind: 'release' };
 
 /**
- * Records an attempt and applies its outcome, in one transaction. The delivery row changes only if it
- * still carries this attempt's claim token (a lease that ran out and was taken over by another
- * worker is not overwritten); the attempt itself is always recorded.
+ * Records attempts and applies their outcomes, in one statement. A delivery row changes only if it
+ * still carries its attempt's claim token (a lease that ran out and was taken over by another worker
+ * is not overwritten); the attempt itself is always recorded. A delivery that finished (delivered or
+ * failed for good) makes the next delivery of its (webhook, subject) queue ready. Returns the ids of
+ * the deliveries whose row was updated.
  */
-export async function recordAttempt(tx: Sql, a: AttemptRecord, outcome: AttemptOutcome): Promise<boolean> {
-  await tx.query(
-    `INSERT INTO webhook_attempts (delivery_id, attempt, worker, started_at, duration_ms, status_code, error, response_body)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-     ON CONFLICT (delivery_id, attempt) DO NOTHING`,
-    [a.deliveryId, a.attempt, a.worker, a.startedAt, a.durationMs, a.statusCode, a.error, a.responseBody],
+export async function recordAttempts(sql: Sql, batch: ReadonlyArray<{ attempt: AttemptRecord; outcome: AttemptOutcome }>): Promise<Set<string>> {
+  if (batch.length === 0) return new Set();
+  const a = batch.map((b) => b.attempt);
+  // Per row: the new status, whether the retry step advances, and the wait before the next attempt
+  // (null: the row is final, next_attempt_at stays).
+  const status = batch.map((b) => (b.outcome.kind === 'delivered' ? 'delivered' : b.outcome.kind === 'failed' ? 'failed' : 'pending'));
+  const stepInc = batch.map((b) => (b.outcome.kind === 'retry' || b.outcome.kind === 'failed' ? 1 : 0));
+  const delayMs = batch.map((b) => (b.outcome.kind === 'retry' ? b.outcome.delayMs : b.outcome.kind === 'release' ? 0 : null));
+  const rows = await sql.query<{ id: string }>(
+    `WITH u AS (
+       SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[], $5::int[], $6::timestamptz[], $7::int[], $8::text[],
+                            $9::int[], $10::text[], $11::int[], $12::text[])
+                AS u(id, token, status, step_inc, delay_ms, started_at, status_code, error, attempt, worker, duration_ms, response_body)
+     ), logged AS (
+       INSERT INTO webhook_attempts (delivery_id, attempt, worker, started_at, duration_ms, status_code, error, response_body)
+       SELECT id, attempt, worker, started_at, duration_ms, status_code, error, response_body FROM u
+       ON CONFLICT (delivery_id, attempt) DO NOTHING
+     ), done AS (
+       UPDATE webhook_deliveries d
+          SET status = u.status,
+              retry_step = d.retry_step + u.step_inc,
+              next_attempt_at = CASE WHEN u.delay_ms IS NULL THEN d.next_attempt_at ELSE now() + u.delay_ms * interval '1 millisecond' END,
+              delivered_at = CASE WHEN u.status = 'delivered' THEN now() ELSE d.delivered_at END,
+              failed_at = CASE WHEN u.status = 'failed' THEN now() ELSE d.failed_at END,
+              claim_token = NULL, last_attempt_at = u.started_at, last_status_code = u.status_code, last_error = u.error,
+              updated_at = now()
+         FROM u
+        WHERE d.id = u.id AND d.claim_token = u.token AND d.status = 'pending'
+        RETURNING d.id, u.status, d.webhook_id, d.subject, d.outbox_id
+     ), promoted AS (
+       UPDATE webhook_deliveries n SET ready = true, updated_at = now()
+         FROM (SELECT DISTINCT ON (f.webhook_id, f.subject) f.id, f.ready
+                 FROM done x
+                 JOIN webhook_deliveries f ON f.webhook_id = x.webhook_id AND f.subject = x.subject
+                                          AND f.status = 'pending' AND f.outbox_id > x.outbox_id
+                WHERE x.status <> 'pending'
+                ORDER BY f.webhook_id, f.subject, f.outbox_id) h
+        WHERE n.id = h.id AND NOT h.ready
+     )
+     SELECT id FROM done`,
+    [
+      a.map((x) => x.deliveryId),
+      a.map((x) => x.claimToken),
+      status,
+      stepInc,
+      delayMs,
+      a.map((x) => x.startedAt),
+      a.map((x) => x.statusCode),
+      a.map((x) => x.error),
+      a.map((x) => x.attempt),
+      a.map((x) => x.worker),
+      a.map((x) => x.durationMs),
+      a.map((x) => x.responseBody),
+    ],
   );
-  const last = [a.deliveryId, a.claimToken, a.startedAt, a.statusCode, a.error];
-  const common = `claim_token = NULL, last_attempt_at = $3, last_status_code = $4, last_error = $5, updated_at = now()`;
-  const where = `WHERE id = $1 AND claim_token = $2 AND status = 'pending' RETURNING id`;
-  let rows: unknown[];
-  switch (outcome.kind) {
-    case 'delivered':
-      rows = await tx.query(`UPDATE webhook_deliveries SET status = 'delivered', delivered_at = now(), ${common} ${where}`, last);
-      break;
-    case 'retry':
-      rows = await tx.query(
-        `UPDATE webhook_deliveries SET retry_step = retry_step + 1,
-                next_attempt_at = now() + $6 * interval '1 millisecond', ${common} ${where}`,
-        [...last, outcome.delayMs],
-      );
-      break;
-    case 'failed':
-      rows = await tx.query(
-        `UPDATE webhook_deliveries SET status = 'failed', retry_step = retry_step + 1, failed_at = now(), ${common} ${where}`,
-        last,
-      );
-      break;
-    case 'release':
-      rows = await tx.query(`UPDATE webhook_deliveries SET next_attempt_at = now(), ${common} ${where}`, last);
-      break;
-  }
-  return rows.length === 1;
+  return new Set(rows.map((r) => r.id));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -381,11 +451,14 @@ export async function attemptsOf(sql: Sql, deliveryIds: readonly string[]): Prom
   );
 }
 
-/** Puts a finished delivery back in the queue, due now, with a fresh retry schedule. */
+/**
+ * Puts a finished delivery back in the queue, due now, with a fresh retry schedule. Being the oldest
+ * pending delivery of its subject, it goes before any later one still pending.
+ */
 export async function requeueDelivery(sql: Sql, webhookId: string, deliveryId: string): Promise<boolean> {
   const rows = await sql.query(
     `UPDATE webhook_deliveries
-        SET status = 'pending', retry_step = 0, next_attempt_at = now(), claim_token = NULL,
+        SET status = 'pending', ready = true, retry_step = 0, next_attempt_at = now(), claim_token = NULL,
             delivered_at = NULL, failed_at = NULL, updated_at = now()
       WHERE webhook_id = $1 AND id = $2 AND status <> 'pending'
       RETURNING id`,

@@ -10,7 +10,8 @@ import * as repo from './repository.js';
  * The delivery engine: two background workers per process.
  *
  *   webhook-dispatcher  fans new outbox events out to one delivery per matching webhook
- *                       (one transaction per batch, FOR UPDATE SKIP LOCKED)
+ *                       (one transaction per batch, FOR UPDATE SKIP LOCKED); every few seconds it
+ *                       also repairs subject queues whose head finished unnoticed
  *   webhook-sender      claims due deliveries (SKIP LOCKED + a lease), POSTs them, records every
  *                       attempt and schedules retries
  *
@@ -22,7 +23,7 @@ export interface WebhookWorkerOptions {
   pollMs?: number;
   /** Deliveries in flight per process. */
   concurrency?: number;
-  /** Deliveries of one webhook taken in one claim; a webhook with that many in flight here is skipped. */
+  /** Deliveries of one webhook in flight in this process at most. */
   perWebhook?: number;
   /** Outbox events fanned out per transaction. */
   dispatchBatch?: number;
@@ -34,6 +35,8 @@ export interface WebhookWorkerOptions {
   leaseMs?: number;
   /** On stop, how long in-flight attempts may finish before they are aborted and released. */
   stopGraceMs?: number;
+  /** How often the dispatcher repairs subject queues whose head finished unnoticed. */
+  repairEveryMs?: number;
   /** Name resolution for the DNS-rebinding check (tests inject one). */
   resolver?: Resolver;
   /** Random source in [0, 1) for the jitter. */
@@ -45,10 +48,14 @@ type WorkerDeps = Pick<AppContext, 'db' | 'config' | 'log'>;
 
 export const DEFAULTS = {
   pollMs: 100,
-  concurrency: 32,
-  perWebhook: 8,
+  concurrency: 64,
+  perWebhook: 16,
   dispatchBatch: 200,
   stopGraceMs: 2_000,
+  /** How long a result waits for others to be written with it. */
+  recordBatchMs: 2,
+  /** How often the dispatcher repairs subject queues whose head finished unnoticed. */
+  repairEveryMs: 5_000,
   /** Spread of a retry wait: ±20 %. */
   jitter: 0.2,
 } as const;
@@ -101,6 +108,7 @@ class OutboxDispatcher implements BackgroundWorker {
   private readonly waker = new Waker();
   private readonly pollMs: number;
   private readonly batch: number;
+  private readonly repairEveryMs: number;
 
   constructor(
     private readonly ctx: WorkerDeps,
@@ -109,6 +117,7 @@ class OutboxDispatcher implements BackgroundWorker {
   ) {
     this.pollMs = options.pollMs ?? DEFAULTS.pollMs;
     this.batch = options.dispatchBatch ?? DEFAULTS.dispatchBatch;
+    this.repairEveryMs = options.repairEveryMs ?? DEFAULTS.repairEveryMs;
   }
 
   start() {
@@ -124,12 +133,17 @@ class OutboxDispatcher implements BackgroundWorker {
   }
 
   private async run() {
+    let lastRepair = Date.now();
     while (!this.stopped) {
       let more = false;
       try {
         const r = await this.ctx.db.transaction((tx) => repo.dispatchOutbox(tx, this.batch, EVENT_ALIASES));
         if (r.events > 0) this.onDispatched();
         more = r.events === this.batch;
+        if (Date.now() - lastRepair >= this.repairEveryMs) {
+          lastRepair = Date.now();
+          if ((await repo.promoteStrandedHeads(this.ctx.db)) > 0) this.onDispatched();
+        }
       } catch (err) {
         this.ctx.log.error({ err, worker: this.name }, 'webhook fan-out failed');
         await this.waker.sleep(1_000);
@@ -149,6 +163,7 @@ class DeliverySender implements BackgroundWorker {
   private readonly perWebhookInFlight = new Map<string, number>();
   private stopController = new AbortController();
   private readonly http: HttpDeliverer;
+  private readonly recorder: AttemptRecorder;
   private readonly schedule: readonly number[];
   private readonly leaseMs: number;
   private readonly workerId: string;
@@ -169,6 +184,7 @@ class DeliverySender implements BackgroundWorker {
       stopGraceMs: options.stopGraceMs ?? DEFAULTS.stopGraceMs,
       random: options.random ?? Math.random,
     };
+    this.recorder = new AttemptRecorder(ctx.db);
     this.http = new HttpDeliverer({
       allowed: parseAllowedHosts(ctx.config.webhookAllowedHosts),
       timeoutMs,
@@ -208,10 +224,14 @@ class DeliverySender implements BackgroundWorker {
       let claimed = 0;
       if (free > 0) {
         try {
-          const busy = [...this.perWebhookInFlight].filter(([, n]) => n >= this.o.perWebhook).map(([id]) => id);
-          const jobs = await this.ctx.db.transaction((tx) =>
-            repo.claimDeliveries(tx, { limit: free, perWebhook: this.o.perWebhook, leaseMs: this.leaseMs, skipWebhooks: busy, claimToken: randomUUID() }),
-          );
+          const room = new Map([...this.perWebhookInFlight].map(([id, n]) => [id, this.o.perWebhook - n]));
+          const jobs = await repo.claimDeliveries(this.ctx.db, {
+            limit: free,
+            perWebhook: this.o.perWebhook,
+            leaseMs: this.leaseMs,
+            room,
+            claimToken: randomUUID(),
+          });
           claimed = jobs.length;
           for (const job of jobs) this.launch(job);
         } catch (err) {
@@ -234,7 +254,9 @@ class DeliverySender implements BackgroundWorker {
         const n = (this.perWebhookInFlight.get(job.webhook_id) ?? 1) - 1;
         if (n <= 0) this.perWebhookInFlight.delete(job.webhook_id);
         else this.perWebhookInFlight.set(job.webhook_id, n);
-        this.waker.wake(); // a finished delivery may unblock the next one of its subject
+        // Refill a webhook in chunks (once half its slots are free) rather than one claim per
+        // finished delivery; a subject chain (one in flight) still moves on at once.
+        if (n <= this.o.perWebhook / 2) this.waker.wake();
       });
     this.inFlight.set(job.id, done);
   }
@@ -252,7 +274,7 @@ class DeliverySender implements BackgroundWorker {
       const delayMs = retryDelayMs(this.schedule, job.retry_step + 1, this.o.random);
       outcome = delayMs === null ? { kind: 'failed' } : { kind: 'retry', delayMs };
     }
-    const record: repo.AttemptRecord = {
+    const attempt: repo.AttemptRecord = {
       deliveryId: job.id,
       claimToken: job.claim_token,
       attempt: job.attempts,
@@ -263,16 +285,56 @@ class DeliverySender implements BackgroundWorker {
       error: r.error,
       responseBody: r.responseBody,
     };
-    for (let i = 1; ; i++) {
-      try {
-        const applied = await this.ctx.db.transaction((tx) => repo.recordAttempt(tx, record, outcome));
-        if (!applied) this.ctx.log.warn({ delivery_id: job.id }, 'webhook delivery lease had ended; result recorded as an attempt only');
-        if (outcome.kind === 'failed') this.ctx.log.warn({ delivery_id: job.id, webhook_id: job.webhook_id, event: job.event }, 'webhook delivery failed for good');
-        return;
-      } catch (err) {
-        if (i >= 3) throw err;
-        await new Promise((resolve) => setTimeout(resolve, 200 * i));
+    const applied = await this.recorder.record({ attempt, outcome });
+    if (!applied) this.ctx.log.warn({ delivery_id: job.id }, 'webhook delivery lease had ended; result recorded as an attempt only');
+    if (outcome.kind === 'failed') this.ctx.log.warn({ delivery_id: job.id, webhook_id: job.webhook_id, event: job.event }, 'webhook delivery failed for good');
+  }
+}
+
+type Recorded = { attempt: repo.AttemptRecord; outcome: repo.AttemptOutcome };
+
+/**
+ * Writes attempt results in batches, one statement each: a write waits a couple of milliseconds for
+ * other results to join it, and whatever finishes while a write runs goes in the next. A write that
+ * fails is tried three times; after that the deliveries stay leased and are retried when the lease
+ * ends.
+ */
+class AttemptRecorder {
+  private queue: Array<Recorded & { settle: (applied: boolean) => void; fail: (err: unknown) => void }> = [];
+  private writing = false;
+
+  constructor(private readonly db: WorkerDeps['db']) {}
+
+  record(r: Recorded): Promise<boolean> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ ...r, settle: resolve, fail: reject });
+      void this.drain();
+    });
+  }
+
+  private async drain() {
+    if (this.writing) return;
+    this.writing = true;
+    try {
+      await new Promise((resolve) => setTimeout(resolve, DEFAULTS.recordBatchMs));
+      while (this.queue.length > 0) {
+        const batch = this.queue.splice(0, 500);
+        for (let i = 1; ; i++) {
+          try {
+            const applied = await repo.recordAttempts(this.db, batch);
+            for (const b of batch) b.settle(applied.has(b.attempt.deliveryId));
+            break;
+          } catch (err) {
+            if (i >= 3) {
+              for (const b of batch) b.fail(err);
+              break;
+            }
+            await new Promise((resolve) => setTimeout(resolve, 200 * i));
+          }
+        }
       }
+    } finally {
+      this.writing = false;
     }
   }
 }

@@ -4,6 +4,9 @@ import { insertAccount } from '../../src/merchants/repository.js';
 import { openBooks } from '../../src/ledger/ledger.js';
 import { insertWebhook } from '../../src/webhooks/repository.js';
 import { webhookWorkers } from '../../src/webhooks/workers.js';
+import { emitEvent } from '../../src/events/outbox.js';
+import { dispatchOutbox } from '../../src/webhooks/repository.js';
+import { EVENT_ALIASES } from '../../src/webhooks/registration.js';
 import { BACKENDS } from '../helpers/db.js';
 import { merchantWithKey, type MerchantFixture } from '../helpers/client.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -325,6 +328,29 @@ describe.each(BACKENDS)('webhook deliveries on %s', (backend) => {
     expect(r.received.map((x) => x.body.step)).toEqual([1, 1, 1, 1, 1, 2]);
   });
 
+  it('sends deliveries of different subjects to one webhook in parallel, at most 16 at a time per process', async () => {
+    let open = 0;
+    let most = 0;
+    const r = await receiver((_req, res) => {
+      most = Math.max(most, ++open);
+      setTimeout(() => {
+        open--;
+        res.writeHead(200).end();
+      }, 150);
+    });
+    const fx = await merchantWithKey(s);
+    const hook = await subscribe(fx, `${r.url}/parallel`);
+    await s.ctx.db.transaction(async (tx) => {
+      for (let i = 0; i < 40; i++) {
+        await emitEvent(tx, { event: 'pix.charge.paid', merchantId: fx.merchantId, accountId: fx.accountId, subject: `PAR-${i}`, payload: { status: 'paid' } });
+      }
+    });
+    await settled(hook.id, 40);
+    expect(r.received).toHaveLength(40);
+    expect(most).toBeGreaterThan(1);
+    expect(most).toBeLessThanOrEqual(16);
+  });
+
   it('refuses private destinations when sending, whatever the registration let through', async () => {
     const r = await receiver();
     const fx = await merchantWithKey(s);
@@ -385,6 +411,69 @@ describe.each(BACKENDS)('DNS rebinding on %s', (backend) => {
       expect(d).toMatchObject({ status: 'failed', attempts: 2, last_error: 'destination hooks.merchant.example resolves to 127.0.0.1 (loopback)' });
     } finally {
       for (const w of workers) await w.stop();
+      await s.close();
+      await r.close();
+    }
+  });
+});
+
+describe.each(BACKENDS)('subject queues on %s', (backend) => {
+  it('the dispatcher repairs a queue whose head finished unnoticed (a follower left not ready)', async () => {
+    const r = await startReceiver();
+    const s = await startTestServer({ backend, workers: false, env: { WEBHOOK_ALLOWED_HOSTS: r.hostPort } });
+    try {
+      const fx = await merchantWithKey(s);
+      const hook = await fx.client.post('/webhooks', { url: `${r.url}/repair`, events: ['pix.charge.paid'], allow_insecure: true });
+      await emit(s.ctx.db, { merchantId: fx.merchantId, accountId: fx.accountId, subject: 'REPAIR-1' });
+      await s.ctx.db.transaction((tx) => dispatchOutbox(tx, 10, EVENT_ALIASES));
+      // As after the race the repair exists for: the head is gone and its follower never promoted.
+      await s.ctx.db.query('UPDATE webhook_deliveries SET ready = false WHERE webhook_id = $1', [hook.body.id]);
+      const workers = webhookWorkers(s.ctx, { repairEveryMs: 50 });
+      for (const w of workers) w.start();
+      try {
+        await r.waitFor((x) => x.length === 1);
+        await waitUntil(async () => (await s.ctx.db.query<any>('SELECT status FROM webhook_deliveries WHERE webhook_id = $1', [hook.body.id]))[0].status === 'delivered');
+      } finally {
+        for (const w of workers) await w.stop();
+      }
+    } finally {
+      await s.close();
+      await r.close();
+    }
+  });
+});
+
+describe.each(BACKENDS)('stopping the workers on %s', (backend) => {
+  it('an attempt cut short by shutdown is released for another worker, without counting as a failure', async () => {
+    let hang = true;
+    const r = await startReceiver((_req, res) => {
+      if (!hang) res.writeHead(200).end();
+    });
+    const s = await startTestServer({ backend, workers: false, env: { WEBHOOK_ALLOWED_HOSTS: r.hostPort } });
+    try {
+      const fx = await merchantWithKey(s);
+      const hook = await fx.client.post('/webhooks', { url: `${r.url}/stop`, events: ['pix.charge.paid'], allow_insecure: true });
+      await emit(s.ctx.db, { merchantId: fx.merchantId, accountId: fx.accountId, subject: 'STOP-1' });
+      const first = webhookWorkers(s.ctx, { stopGraceMs: 100 });
+      for (const w of first) w.start();
+      await r.waitFor((x) => x.length === 1);
+      const stopping = Date.now();
+      for (const w of first) await w.stop();
+      expect(Date.now() - stopping).toBeLessThan(2_000);
+      const [d] = await s.ctx.db.query<any>('SELECT * FROM webhook_deliveries WHERE webhook_id = $1', [hook.body.id]);
+      expect(d).toMatchObject({ status: 'pending', attempts: 1, retry_step: 0, claim_token: null, last_error: 'aborted: worker stopping' });
+      expect(d.next_attempt_at.getTime()).toBeLessThanOrEqual(Date.now());
+
+      hang = false;
+      const second = webhookWorkers(s.ctx);
+      for (const w of second) w.start();
+      try {
+        await waitUntil(async () => (await s.ctx.db.query<any>('SELECT status FROM webhook_deliveries WHERE id = $1', [d.id]))[0].status === 'delivered');
+      } finally {
+        for (const w of second) await w.stop();
+      }
+      expect(r.received.map((x) => x.headers['x-service-attempt'])).toEqual(['1', '2']);
+    } finally {
       await s.close();
       await r.close();
     }

@@ -16,7 +16,7 @@ describe.runIf(pgUrl)('two delivery workers over one PostgreSQL', () => {
     const r = await startReceiver();
     // The server's own workers are off: the two worker sets below are the only senders.
     const s = await startTestServer({ backend: 'postgres', workers: false, env: { WEBHOOK_ALLOWED_HOSTS: r.hostPort } });
-    const [{ schema }] = await s.ctx.db.query<{ schema: string }>('SELECT current_schema() AS schema');
+    const schema = (await s.ctx.db.query<{ schema: string }>('SELECT current_schema() AS schema'))[0]!.schema;
     const otherPool = await openPostgres({ url: pgUrl!, schema, max: 10 });
     const log = pino({ level: 'silent' });
     const workers = [
