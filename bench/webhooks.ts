@@ -23,9 +23,8 @@ import { migrate } from '../src/db/migrate.js';
 import { openPglite } from '../src/db/pglite.js';
 import { openPostgres } from '../src/db/postgres.js';
 import { emitEvent } from '../src/events/outbox.js';
-import { createMerchant } from '../src/merchants/service.js';
-import { insertWebhook } from '../src/webhooks/repository.js';
 import { webhookWorkers } from '../src/webhooks/workers.js';
+import { merchantWithWebhook } from '../test/webhooks/helpers.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -89,20 +88,7 @@ if (process.env.BENCH_PROFILE) {
 await migrate(db);
 const config = parseConfig({ WEBHOOK_ALLOWED_HOSTS: `127.0.0.1:${port}`, ADMIN_TOKEN: 'bench-admin-token-0123456789' });
 const log = pino({ level: 'warn' });
-const { merchant, account } = await createMerchant(db, { name: 'Bench', document: '11444777000161' });
-await db.transaction((tx) =>
-  insertWebhook(tx, {
-    id: crypto.randomUUID(),
-    merchantId: merchant.id,
-    accountId: account.id,
-    clientId: null,
-    url: `http://127.0.0.1:${port}/bench`,
-    events: ['pix.charge.paid'],
-    secret: 'bench-secret-0123456789abcdef',
-    description: null,
-    allowInsecure: true,
-  }),
-);
+const ids = await merchantWithWebhook(db, `http://127.0.0.1:${port}/bench`);
 const workers = dbs.flatMap((d, i) => webhookWorkers({ db: d, config, log }, { workerId: `bench-${i}` }));
 for (const w of workers) w.start();
 
@@ -112,7 +98,7 @@ async function write(count: number, perTx: number, subjectOf: (n: number) => str
     await db.transaction(async (tx) => {
       for (let i = 0; i < Math.min(perTx, count - done); i++) {
         const n = next++;
-        await emitEvent(tx, { event: 'pix.charge.paid', merchantId: merchant.id, accountId: account.id, subject: subjectOf(n), payload: { status: 'paid', n } });
+        await emitEvent(tx, { event: 'pix.charge.paid', ...ids, subject: subjectOf(n), payload: { status: 'paid', n } });
       }
     });
   }

@@ -2,7 +2,6 @@ import { createHmac } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { insertAccount } from '../../src/merchants/repository.js';
 import { openBooks } from '../../src/ledger/ledger.js';
-import { insertWebhook } from '../../src/webhooks/repository.js';
 import { webhookWorkers } from '../../src/webhooks/workers.js';
 import { emitEvent } from '../../src/events/outbox.js';
 import { dispatchOutbox } from '../../src/webhooks/repository.js';
@@ -10,7 +9,7 @@ import { EVENT_ALIASES } from '../../src/webhooks/registration.js';
 import { BACKENDS } from '../helpers/db.js';
 import { merchantWithKey, type MerchantFixture } from '../helpers/client.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { emit, ok, startReceiver, waitUntil, type Receiver } from './helpers.js';
+import { emit, insertTestWebhook, ok, startReceiver, waitUntil, type Receiver } from './helpers.js';
 
 /** Per-attempt deadline of these tests: short for the hang test, long enough for a loaded machine. */
 const TIMEOUT_MS = 1500;
@@ -239,22 +238,8 @@ describe.each(BACKENDS)('webhook deliveries on %s', (backend) => {
     });
     const stranger = await merchantWithKey(s);
     const r = await receiver();
-    const hook = async (accountId: number | null, path: string, events: string[], merchantId = fx.merchantId) => {
-      const row = await s.ctx.db.transaction((tx) =>
-        insertWebhook(tx, {
-          id: crypto.randomUUID(),
-          merchantId,
-          accountId,
-          clientId: fx.client.clientId,
-          url: `${r.url}/${path}`,
-          events,
-          secret: 'secret-0123456789abcdef',
-          description: null,
-          allowInsecure: true,
-        }),
-      );
-      return row.id;
-    };
+    const hook = async (accountId: number | null, path: string, events: string[], merchantId = fx.merchantId) =>
+      (await insertTestWebhook(s.ctx.db, { merchantId, accountId, url: `${r.url}/${path}`, events })).id;
     await hook(null, 'global', ['pix.charge.paid', 'pix.payout.returned']);
     await hook(fx.accountId, 'first', ['pix.charge.paid']);
     await hook(second.id, 'second', ['pix.charge.paid', 'pix.return.received']);
@@ -355,20 +340,7 @@ describe.each(BACKENDS)('webhook deliveries on %s', (backend) => {
     const r = await receiver();
     const fx = await merchantWithKey(s);
     // Rows written directly: registration would refuse these URLs (the rule changed, or DNS did).
-    const insert = (url: string) =>
-      s.ctx.db.transaction((tx) =>
-        insertWebhook(tx, {
-          id: crypto.randomUUID(),
-          merchantId: fx.merchantId,
-          accountId: fx.accountId,
-          clientId: fx.client.clientId,
-          url,
-          events: ['pix.charge.paid'],
-          secret: 'secret-0123456789abcdef',
-          description: null,
-          allowInsecure: true,
-        }),
-      );
+    const insert = (url: string) => insertTestWebhook(s.ctx.db, { merchantId: fx.merchantId, accountId: fx.accountId, url });
     const byName = await insert(`http://localhost:${r.port}/by-name`);
     const literal = await insert(`http://10.0.0.1:${r.port}/literal`);
     await emit(s.ctx.db, { merchantId: fx.merchantId, accountId: fx.accountId, subject: 'PIXIN-SSRF-1' });

@@ -1,7 +1,9 @@
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Sql } from '../../src/db/db.js';
+import type { Database, Sql } from '../../src/db/db.js';
 import { emitEvent } from '../../src/events/outbox.js';
+import { createMerchant } from '../../src/merchants/service.js';
+import { insertWebhook, type WebhookRow } from '../../src/webhooks/repository.js';
 
 /** One request a receiver got. */
 export interface Received {
@@ -99,4 +101,34 @@ export async function emit(
       payload: { status: 'paid', transaction_id: e.subject, amount: 1_000_000, paid_at: '2026-01-02T03:04:05.000Z', ...e.extra },
     }),
   );
+}
+
+/**
+ * A webhook row written directly (URLs registration would refuse, merchants without API keys):
+ * active, HTTP allowed, a fixed secret.
+ */
+export async function insertTestWebhook(
+  db: Database,
+  w: { merchantId: number; accountId: number | null; url: string; events?: string[]; clientId?: string | null },
+): Promise<WebhookRow> {
+  return db.transaction((tx) =>
+    insertWebhook(tx, {
+      id: crypto.randomUUID(),
+      merchantId: w.merchantId,
+      accountId: w.accountId,
+      clientId: w.clientId ?? null,
+      url: w.url,
+      events: w.events ?? ['pix.charge.paid'],
+      secret: 'test-webhook-secret-0123456789',
+      description: null,
+      allowInsecure: true,
+    }),
+  );
+}
+
+/** A merchant (and its account) with one webhook to `url` for pix.charge.paid, written directly. */
+export async function merchantWithWebhook(db: Database, url: string): Promise<{ merchantId: number; accountId: number }> {
+  const { merchant, account } = await createMerchant(db, { name: 'Webhook Test', document: '11444777000161' });
+  await insertTestWebhook(db, { merchantId: merchant.id, accountId: account.id, url });
+  return { merchantId: merchant.id, accountId: account.id };
 }

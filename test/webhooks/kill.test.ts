@@ -8,10 +8,8 @@ import { migrate } from '../../src/db/migrate.js';
 import { openPglite } from '../../src/db/pglite.js';
 import { openPostgres } from '../../src/db/postgres.js';
 import { emitEvent } from '../../src/events/outbox.js';
-import { createMerchant } from '../../src/merchants/service.js';
-import { insertWebhook } from '../../src/webhooks/repository.js';
 import { startPixgate, type PixgateProcess } from '../helpers/process.js';
-import { startReceiver, waitUntil, type Receiver } from './helpers.js';
+import { merchantWithWebhook, startReceiver, waitUntil, type Receiver } from './helpers.js';
 
 /**
  * A pixgate process killed with SIGKILL while deliveries are in flight loses none of them: after a
@@ -30,24 +28,6 @@ afterAll(() => {
 /** A receiver that answers 200 after 100 ms, so that several deliveries are always in flight. */
 async function slowReceiver(): Promise<Receiver> {
   return startReceiver((_req, res) => void setTimeout(() => res.writeHead(200).end(), 100));
-}
-
-async function setUp(db: Database, receiverUrl: string): Promise<{ merchantId: number; accountId: number }> {
-  const { merchant, account } = await createMerchant(db, { name: 'Kill Test', document: '11444777000161' });
-  await db.transaction((tx) =>
-    insertWebhook(tx, {
-      id: crypto.randomUUID(),
-      merchantId: merchant.id,
-      accountId: account.id,
-      clientId: null,
-      url: `${receiverUrl}/kill`,
-      events: ['pix.charge.paid'],
-      secret: 'kill-test-secret-0123456789',
-      description: null,
-      allowInsecure: true,
-    }),
-  );
-  return { merchantId: merchant.id, accountId: account.id };
 }
 
 async function emitAll(db: Database, ids: { merchantId: number; accountId: number }) {
@@ -95,7 +75,7 @@ describe('SIGKILL in the middle of deliveries', () => {
     // The events are written before the process starts (the data folder has one owner at a time).
     const db = await openPglite({ dataDir });
     await migrate(db);
-    await emitAll(db, await setUp(db, r.url));
+    await emitAll(db, await merchantWithWebhook(db, `${r.url}/kill`));
     await db.close();
 
     const env = { DATA_DIR: dataDir, ADMIN_TOKEN, WEBHOOK_ALLOWED_HOSTS: r.hostPort, WEBHOOK_TIMEOUT_MS: '1000' };
@@ -128,7 +108,7 @@ describe('SIGKILL in the middle of deliveries', () => {
     const db = await openPostgres({ url: pgUrl!, schema, max: 4 });
     try {
       const p = await startPixgate(env); // migrates the schema
-      await emitAll(db, await setUp(db, r.url));
+      await emitAll(db, await merchantWithWebhook(db, `${r.url}/kill`));
       await killMidDelivery(p, r);
       const inFlight = (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'pending' AND claim_token IS NOT NULL`))[0]!.n;
       expect(inFlight).toBeGreaterThan(0); // killed with deliveries claimed and not finished
