@@ -79,6 +79,7 @@ export function validateWebhook(input: unknown, allowed: readonly AllowedHost[])
   const problem = destinationProblem(url, allowed);
   if (problem !== null) throw workedFalse(422, DETAIL.privateDestination(url.hostname, problem));
 
+  url.hash = ''; // never sent; not part of the destination
   return {
     url: url.href,
     events: unique,

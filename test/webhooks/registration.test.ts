@@ -110,6 +110,12 @@ describe.each(BACKENDS)('webhook registration on %s', (backend) => {
     expect(again.body.secret).not.toBe(res.body.secret);
   });
 
+  it('stores the URL as parsed: lower-case host, root path, no fragment', async () => {
+    const res = await create(m, { url: 'https://Hooks.EXAMPLE.com?source=pixgate#top', events: ['pix.charge.paid'] });
+    expect(res.status).toBe(201);
+    expect(res.body.url).toBe('https://hooks.example.com/?source=pixgate');
+  });
+
   it('keeps a given secret, description and allow_insecure; de-duplicates events', async () => {
     const res = await create(m, {
       url: 'http://hooks.example.com/plain',
