@@ -1,5 +1,6 @@
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { adminRoutes } from './admin/routes.js';
+import { boletoRoutes } from './boleto/routes.js';
 import type { AppContext } from './context.js';
 import { externalRoutes, type ExternalPlugin } from './external/routes.js';
 import { healthRoutes } from './health.js';
@@ -43,6 +44,7 @@ export async function buildApp(ctx: AppContext, options: { externalPlugins?: rea
   await app.register(healthRoutes(ctx));
   await app.register(adminRoutes(ctx), { prefix: '/api/admin' });
   await app.register(externalRoutes(ctx, options.externalPlugins), { prefix: '/api/external' });
+  await app.register(boletoRoutes(ctx), { prefix: '/api/v1/central' });
   await app.register(sandboxRoutes(ctx), { prefix: '/api/sandbox' });
   return app;
 }

@@ -27,6 +27,9 @@ export interface Config {
   webhookRetryScheduleMs: number[];
   simSettlementMs: number;
   simProtectionMs: number;
+  /** Seed of the rail simulator's random draws (SIM_SEED); random when unset, logged at start. */
+  simSeed: number;
+  simSeedGenerated: boolean;
   institutionIspb: string;
   tls: { cert: Buffer; key: Buffer } | undefined;
   webConcurrency: number;
@@ -168,6 +171,9 @@ export function parseConfig(env: Env = process.env): Config {
     throw new ConfigError('WEB_CONCURRENCY above 1 requires DATABASE_URL and REDIS_URL');
   }
 
+  const seedText = nonEmpty(env, 'SIM_SEED');
+  const simSeed = seedText === undefined ? randomBytes(4).readUInt32BE(0) : readInt(env, 'SIM_SEED', 0, 0, 0xffff_ffff);
+
   const logLevel = nonEmpty(env, 'LOG_LEVEL') ?? 'info';
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent; got "${logLevel}"`);
@@ -189,6 +195,8 @@ export function parseConfig(env: Env = process.env): Config {
     webhookRetryScheduleMs,
     simSettlementMs: readInt(env, 'SIM_SETTLEMENT_MS', 1600, 0, 3_600_000),
     simProtectionMs: readInt(env, 'SIM_PROTECTION_MS', 30000, 0, 86_400_000),
+    simSeed,
+    simSeedGenerated: seedText === undefined,
     institutionIspb,
     tls,
     webConcurrency,

@@ -14,8 +14,11 @@ import { MemoryNonceStore, RedisNonceStore } from './auth/nonceStore.js';
 import { IdempotencyStore } from './external/idempotency.js';
 import type { ExternalPlugin } from './external/routes.js';
 import { periodicWorker } from './lib/periodic.js';
+import { chargeWorkers } from './pix/cashin/charges.js';
 import { MemoryFixedWindow, RedisFixedWindow } from './ratelimit/fixedWindow.js';
 import { seedDemo, type DemoCredentials } from './seed.js';
+import { railNotificationHandler } from './pix/railEvents.js';
+import { pixWorkers } from './pix/recovery.js';
 import { webhookWorkers } from './webhooks/workers.js';
 
 export const INSTITUTION_NAME = 'pixgate';
@@ -75,7 +78,16 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     redis,
     clock,
     log,
-    rail: new SimulatedRail({ db, institutionIspb: config.institutionIspb, institutionName: INSTITUTION_NAME }),
+    rail: new SimulatedRail({
+      db,
+      institutionIspb: config.institutionIspb,
+      institutionName: INSTITUTION_NAME,
+      clock,
+      log,
+      settlementMs: config.simSettlementMs,
+      protectionMs: config.simProtectionMs,
+      seed: config.simSeed,
+    }),
     institutionName: INSTITUTION_NAME,
     workers: [],
     rateCounter: redis ? new RedisFixedWindow(redis, clock) : new MemoryFixedWindow(clock),
@@ -83,6 +95,15 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     idempotency: new IdempotencyStore(db, clock),
   };
   ctx.workers.push(periodicWorker('idempotency-purge', 60_000, log, () => ctx.idempotency.purgeExpired()));
+  ctx.workers.push(...chargeWorkers(ctx));
+  // The rail delivers its outcomes to the PIX domain; its own loops (the simulator's engine) and
+  // the PIX recovery worker run with the other background workers.
+  ctx.rail.onNotification(railNotificationHandler(ctx));
+  ctx.workers.push(...ctx.rail.workers(), ...pixWorkers(ctx));
+  log.info(
+    { sim_seed: config.simSeed, sim_seed_source: config.simSeedGenerated ? 'random' : 'SIM_SEED', settlement_ms: config.simSettlementMs, protection_ms: config.simProtectionMs },
+    `rail simulator ready (SIM_SEED=${config.simSeed})`,
+  );
   ctx.workers.push(...webhookWorkers(ctx));
 
   const print = options.print ?? ((text: string) => process.stdout.write(text));

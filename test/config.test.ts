@@ -22,6 +22,8 @@ describe('config', () => {
       webConcurrency: 1,
     });
     expect(c.adminToken).toMatch(/^adm_[A-Za-z0-9_-]{32}$/);
+    expect(c.simSeedGenerated).toBe(true);
+    expect(Number.isSafeInteger(c.simSeed) && c.simSeed >= 0 && c.simSeed <= 0xffffffff).toBe(true);
   });
 
   it('reads every variable', () => {
@@ -38,6 +40,7 @@ describe('config', () => {
       WEBHOOK_ALLOWED_HOSTS: 'Localhost:8443,127.0.0.1',
       SIM_SETTLEMENT_MS: '50',
       SIM_PROTECTION_MS: '100',
+      SIM_SEED: '424242',
       INSTITUTION_ISPB: '12345678',
       WEB_CONCURRENCY: '4',
     });
@@ -54,6 +57,8 @@ describe('config', () => {
       webhookAllowedHosts: ['localhost:8443', '127.0.0.1'],
       simSettlementMs: 50,
       simProtectionMs: 100,
+      simSeed: 424242,
+      simSeedGenerated: false,
       institutionIspb: '12345678',
       webConcurrency: 4,
     });
@@ -77,6 +82,8 @@ describe('config', () => {
     [{ TRUSTED_PROXIES: '10.0.0.1,proxy.local' }, 'TRUSTED_PROXIES entry "proxy.local" is not an IP address or CIDR'],
     [{ INSTITUTION_ISPB: '1234' }, 'INSTITUTION_ISPB must be exactly 8 digits'],
     [{ SIM_SETTLEMENT_MS: '-1' }, 'SIM_SETTLEMENT_MS must be a whole number, got "-1"'],
+    [{ SIM_SEED: 'abc' }, 'SIM_SEED must be a whole number, got "abc"'],
+    [{ SIM_SEED: '4294967296' }, 'SIM_SEED must be between 0 and 4294967295, got 4294967296'],
     [{ TLS_CERT_FILE: '/nonexistent.pem' }, 'TLS_CERT_FILE and TLS_KEY_FILE must be set together'],
     [{ TLS_CERT_FILE: '/nonexistent.pem', TLS_KEY_FILE: '/nonexistent.key' }, 'cannot read TLS files'],
     [{ LOG_LEVEL: 'verbose' }, 'LOG_LEVEL must be one of'],

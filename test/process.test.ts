@@ -121,3 +121,53 @@ describe.runIf(pgUrl && redisUrl)('the pixgate process on PostgreSQL and Redis',
     await c.end();
   });
 });
+
+describe('lifecycle and logs', () => {
+  it('SIGTERM finishes an in-flight request before exiting, and stops accepting new ones', async () => {
+    const p = await startPixgate({ DATA_DIR: tempDir(), ADMIN_TOKEN });
+    const { port } = new URL(p.url!);
+    const net = await import('node:net');
+    const body = JSON.stringify({ name: 'Slow Request', document: '11444777000161' });
+    const socket = net.connect(Number(port), '127.0.0.1');
+    await new Promise((r) => socket.once('connect', r));
+    let response = '';
+    socket.on('data', (c) => (response += c.toString()));
+    socket.write(
+      `POST /api/admin/merchants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n` +
+        body.slice(0, 10),
+    );
+    await new Promise((r) => setTimeout(r, 200));
+    p.proc.kill('SIGTERM');
+    await p.waitFor(/shutting down/);
+    // A new connection is refused while the in-flight request is still open.
+    const refused = await fetch(`${p.url}/healthz`).then(
+      (r) => r.status,
+      () => 'refused',
+    );
+    expect(refused === 'refused' || refused === 503).toBe(true);
+    socket.write(body.slice(10));
+    await new Promise((r) => socket.once('close', r));
+    expect(response).toMatch(/^HTTP\/1\.1 201/);
+    expect(await p.exited).toEqual({ code: 0, signal: null });
+  });
+
+  it('never writes credentials to the log', async () => {
+    const p = await startPixgate({ DATA_DIR: tempDir(), ADMIN_TOKEN, LOG_LEVEL: 'trace' });
+    const out0 = p.output();
+    const clientId = out0.match(/client_id\s+(cli_\w+)/)![1]!;
+    const secret = out0.match(/client_secret\s+(sk_[\w-]+)/)![1]!;
+    await fetch(`${p.url}/api/external/cpf/validate`, {
+      method: 'POST',
+      headers: { authorization: `ApiKey ${clientId}:${secret}`, hmac: 'deadbeef'.repeat(16), 'content-type': 'application/json', 'x-api-key': 'ck_secretcentralkey' },
+      body: '{"cpf":"52998224725"}',
+    });
+    await fetch(`${p.url}/api/admin/accounts/1`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    p.proc.kill('SIGTERM');
+    await p.exited;
+    const logLines = p.output().split('\n').filter((l) => l.startsWith('{')).join('\n');
+    expect(logLines).toContain('request completed');
+    for (const secretText of [secret, ADMIN_TOKEN, 'deadbeef'.repeat(16), 'ck_secretcentralkey']) {
+      expect(logLines).not.toContain(secretText);
+    }
+  });
+});

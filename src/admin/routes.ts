@@ -101,8 +101,8 @@ export function adminRoutes(ctx: AppContext) {
 
     app.post('/central-keys', async (req, reply) => {
       const body = parseOrThrow(S.createCentralKey, req.body);
-      const { apiKey } = await createCentralKey(ctx.db, body.name);
-      return reply.code(201).send({ api_key: apiKey, name: body.name });
+      const { apiKey, accountId } = await createCentralKey(ctx.db, body.name, body.account_id ?? null);
+      return reply.code(201).send({ api_key: apiKey, name: body.name, account_id: accountId });
     });
 
     await webhookAdminRoutes(app, ctx);
@@ -134,6 +134,9 @@ export function accountView(account: AccountRow, balances: Balances) {
     },
     cash_out_fee_cents: account.cash_out_fee_cents,
     cash_in_fee_cents: account.cash_in_fee_cents,
+    cash_out_max_amount_cents: account.cash_out_max_amount_cents,
+    cash_out_daily_limit_cents: account.cash_out_daily_limit_cents,
+    cash_out_nighttime_limit_cents: account.cash_out_nighttime_limit_cents,
     created_at: account.created_at.toISOString(),
     updated_at: account.updated_at.toISOString(),
   };

@@ -11,11 +11,17 @@ export const createMerchant = z.strictObject({
   document: z.string().regex(/^(\d{11}|\d{14})$/, 'must be 11 (CPF) or 14 (CNPJ) digits').refine(isValidDocument, 'has invalid check digits'),
 });
 
+/** Cash-out limits in cents: 0 (nothing allowed) up to R$ 10 billion. */
+const limitCents = z.number().int().min(0).max(1_000_000_000_000);
+
 export const patchAccount = z
   .strictObject({
     status: z.enum(['active', 'inactive']).optional(),
     cash_out_fee_cents: z.number().int().min(0).max(1_000_000_00).optional(),
     cash_in_fee_cents: z.number().int().min(0).max(1_000_000_00).optional(),
+    cash_out_max_amount_cents: limitCents.optional(),
+    cash_out_daily_limit_cents: limitCents.optional(),
+    cash_out_nighttime_limit_cents: limitCents.optional(),
   })
   .refine((v) => Object.keys(v).length > 0, { message: 'must change at least one field', path: ['body'] });
 
@@ -54,6 +60,8 @@ export const createPixKey = z.strictObject({
 
 export const createCentralKey = z.strictObject({
   name: z.string().trim().min(1).max(200),
+  /** Beneficiary account of the key's own-institution boletos (docs/boleto-api.md). */
+  account_id: id.nullable().optional(),
 });
 
 export const accountIdParam = z.strictObject({ account_id: z.string().regex(/^[1-9]\d{0,15}$/, 'must be a positive integer').transform(Number) });

@@ -2,6 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
 import { installPipeline } from './pipeline.js';
 import { accountRoutes } from './account.routes.js';
+import { chargeRoutes } from '../pix/cashin/charges.routes.js';
+import { pixKeyRoutes } from '../pix/keys.routes.js';
+import { pixOutRoutes } from '../pix/routes.js';
 import { webhookRoutes } from '../webhooks/webhooks.routes.js';
 
 /** Extra route plugins mounted behind the pipeline (tests use it to exercise the stages). */
@@ -13,6 +16,9 @@ export function externalRoutes(ctx: AppContext, extra: readonly ExternalPlugin[]
     installPipeline(app, { ctx, nonces: ctx.nonces, rateLimiter: ctx.rateCounter, idempotency: ctx.idempotency });
     app.setNotFoundHandler((_req, reply) => reply.code(404).send({ errors: { not_found: 'route not found' } }));
     await accountRoutes(app, ctx);
+    await chargeRoutes(app, ctx);
+    await pixKeyRoutes(app, ctx);
+    await pixOutRoutes(app, ctx);
     await webhookRoutes(app, ctx);
     for (const register of extra) await register(app, ctx);
   };

@@ -19,6 +19,8 @@ export const INSTITUTION_BOOK = {
   centralBank: 'institution:central_bank',
   fees: 'institution:fees',
   funding: 'institution:funding',
+  /** Paid boletos awaiting settlement (migration 0300). */
+  boletoClearing: 'institution:boleto_clearing',
 } as const;
 export type InstitutionBook = (typeof INSTITUTION_BOOK)[keyof typeof INSTITUTION_BOOK];
 

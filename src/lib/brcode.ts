@@ -73,7 +73,7 @@ export function parseAmount(text: string): number | null {
   return Number.isSafeInteger(cents) ? cents : null;
 }
 
-/** Upper-case ASCII letters, digits and spaces only, as payers' apps render names safely. */
+/** ASCII letters (accents removed), digits, spaces, dots and hyphens only, cut to `max` characters. */
 export function sanitizeName(text: string, max: number): string {
   return text
     .normalize('NFD')

@@ -14,6 +14,10 @@ export interface AccountRow {
   status: 'active' | 'inactive';
   cash_out_fee_cents: number;
   cash_in_fee_cents: number;
+  /** Cash-out limits (docs/pix.md, "Limits"). */
+  cash_out_max_amount_cents: number;
+  cash_out_daily_limit_cents: number;
+  cash_out_nighttime_limit_cents: number;
   created_at: Date;
   updated_at: Date;
 }
@@ -57,6 +61,9 @@ export interface AccountPatch {
   status?: 'active' | 'inactive';
   cash_out_fee_cents?: number;
   cash_in_fee_cents?: number;
+  cash_out_max_amount_cents?: number;
+  cash_out_daily_limit_cents?: number;
+  cash_out_nighttime_limit_cents?: number;
 }
 
 export async function updateAccount(tx: Sql, id: number, patch: AccountPatch): Promise<AccountRow | undefined> {
@@ -65,9 +72,20 @@ export async function updateAccount(tx: Sql, id: number, patch: AccountPatch): P
        status = COALESCE($2, status),
        cash_out_fee_cents = COALESCE($3, cash_out_fee_cents),
        cash_in_fee_cents = COALESCE($4, cash_in_fee_cents),
+       cash_out_max_amount_cents = COALESCE($5, cash_out_max_amount_cents),
+       cash_out_daily_limit_cents = COALESCE($6, cash_out_daily_limit_cents),
+       cash_out_nighttime_limit_cents = COALESCE($7, cash_out_nighttime_limit_cents),
        updated_at = now()
      WHERE id = $1 RETURNING *`,
-    [id, patch.status ?? null, patch.cash_out_fee_cents ?? null, patch.cash_in_fee_cents ?? null],
+    [
+      id,
+      patch.status ?? null,
+      patch.cash_out_fee_cents ?? null,
+      patch.cash_in_fee_cents ?? null,
+      patch.cash_out_max_amount_cents ?? null,
+      patch.cash_out_daily_limit_cents ?? null,
+      patch.cash_out_nighttime_limit_cents ?? null,
+    ],
   );
   return row;
 }

@@ -27,10 +27,20 @@ export function normalizePixKey(type: PixKeyType, raw: string): string | null {
     case 'email':
       return key.length <= 77 && EMAIL.test(key) ? key.toLowerCase() : null;
     case 'phone':
-      return PHONE.test(key) ? key : null;
+      return normalizePhone(key);
     case 'evp':
       return UUID_V4.test(key) ? key.toLowerCase() : null;
   }
+}
+
+/**
+ * A phone key in E.164. Spaces, dashes, dots and parentheses are removed; a Brazilian number
+ * written without country code (area code + 8 or 9 digits) gets `+55`.
+ */
+function normalizePhone(raw: string): string | null {
+  const compact = raw.replace(/[\s().-]/g, '');
+  const e164 = /^\d{10,11}$/.test(compact) ? `+55${compact}` : compact;
+  return PHONE.test(e164) ? e164 : null;
 }
 
 export type KeyTypeDetection = { type: PixKeyType } | { ambiguous: true } | { invalid: true };
@@ -45,7 +55,7 @@ export function detectPixKeyType(raw: string): KeyTypeDetection {
   if (/^\d{14}$/.test(key) || /^\d{2}\.\d{3}\.\d{3}\/\d{4}-\d{2}$/.test(key)) return { type: 'cnpj' };
   if (/^\d{3}\.\d{3}\.\d{3}-\d{2}$/.test(key)) return { type: 'cpf' };
   if (key.includes('@')) return { type: 'email' };
-  if (key.startsWith('+')) return { type: 'phone' };
+  if (key.startsWith('+') || /^\(\d{2}\)/.test(key)) return { type: 'phone' };
   if (UUID_V4.test(key)) return { type: 'evp' };
   return { invalid: true };
 }

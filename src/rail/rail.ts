@@ -1,9 +1,15 @@
+import type { BackgroundWorker } from '../context.js';
 import type { PixKeyType } from '../pix/keys.js';
 
 /**
  * The boundary between pixgate and the central bank's instant-payment rail (SPI for settlement,
- * DICT for the key directory, MED for infractions). Service code talks only to this interface;
- * `SimulatedRail` implements it for the sandbox, and a real rail adapter would implement it too.
+ * DICT for the key directory). Service code talks only to this interface; `SimulatedRail`
+ * implements it for the sandbox, and a real rail adapter would implement it too.
+ *
+ * Calls go one way (sendPayment, sendReturn, directory look-ups) and answer with the rail's
+ * acknowledgement only. Outcomes come back the other way, asynchronously, as notifications: the
+ * service registers one handler (`onNotification`); the rail delivers each notification at least
+ * once (so the handler must be idempotent) and, for one subject, in the order they happened.
  */
 export interface DirectoryEntry {
   key: string;
@@ -40,6 +46,96 @@ export interface KeyDirectory {
   lookupKey(key: string): Promise<DirectoryEntry | null>;
 }
 
+/** This institution's side of a payment: the merchant's account. */
+export interface Party {
+  name: string;
+  document: string;
+  ispb: string;
+  accountId: number;
+}
+
+/** A PIX payment this institution sends (cash-out). Amounts in base units. */
+export interface PaymentOrder {
+  /** The order's identity at the rail: sending the same end-to-end id again is the same order. */
+  endToEndId: string;
+  transactionId: string;
+  amount: number;
+  payer: Party;
+  receiverKey: string;
+  description: string | null;
+  /** The receiver's charge id, when the order pays a BR Code that carries one. */
+  txid: string | null;
+}
+
+/**
+ * The rail's answer to a payment order:
+ *   accepted  taken for settlement; the outcome arrives as a notification
+ *   queued    held by a protection rule; the rail reprocesses it by itself (payment.accepted later)
+ *   timeout   the rail did not take the order; nothing happened and it may be sent again
+ */
+export type PaymentAck = { status: 'accepted' } | { status: 'queued' } | { status: 'timeout' };
+
+/** A return (devolução) of a payment this institution received: a refund. Amounts in base units. */
+export interface ReturnOrder {
+  /** The return's own end-to-end id (`D…`); sending it again is the same return. */
+  endToEndId: string;
+  transactionId: string;
+  originalEndToEndId: string;
+  amount: number;
+  /** Return reason code (MD06, BE08, …), forwarded as sent. */
+  returnCode: string;
+  description: string;
+}
+
+/** accepted: the outcome arrives as a notification; settled: the rail settled it before answering. */
+export type ReturnAck = { status: 'accepted' } | { status: 'settled'; settledAt: Date };
+
+/** Notifications from the rail. `id` is unique per notification and the same on every redelivery. */
+export type RailNotification = { id: string; at: Date } & (
+  /** A payment queued by protection left the queue and is being settled. */
+  | { kind: 'payment.accepted'; endToEndId: string }
+  /** The receiving side holds the payment: no outcome yet. */
+  | { kind: 'payment.held'; endToEndId: string }
+  | { kind: 'payment.settled'; endToEndId: string; settledAt: Date }
+  | { kind: 'payment.rejected'; endToEndId: string; reasonCode: string; reason: string }
+  /** The receiver returned (part of) a settled payment: money comes back. */
+  | {
+      kind: 'payment.returned';
+      endToEndId: string;
+      returnEndToEndId: string;
+      amount: number;
+      returnCode: string;
+      reason: string;
+      returnedAt: Date;
+    }
+  /** The receiver's attempt to return a payment was refused by the rail: no money comes back. */
+  | { kind: 'payment.return_rejected'; endToEndId: string; attemptId: string; amount: number; reasonCode: string; reason: string }
+  | { kind: 'return.settled'; endToEndId: string; settledAt: Date }
+  | { kind: 'return.rejected'; endToEndId: string; reasonCode: string; reason: string }
+  /** A PIX sent to one of this institution's accounts, already settled at the rail. */
+  | {
+      kind: 'inbound.payment';
+      endToEndId: string;
+      amount: number;
+      receiverAccountId: number;
+      payer: { name: string; document: string; ispb: string };
+      description: string | null;
+      txid: string | null;
+      receivedAt: Date;
+    }
+);
+
+export type RailNotificationKind = RailNotification['kind'];
+export type NotificationHandler = (notification: RailNotification) => Promise<void>;
+
 export interface Rail {
   readonly directory: KeyDirectory;
+  /** Sends a payment. Idempotent on `endToEndId`. Never call it inside a database transaction. */
+  sendPayment(order: PaymentOrder): Promise<PaymentAck>;
+  /** Sends a return. Idempotent on `endToEndId`. Never call it inside a database transaction. */
+  sendReturn(order: ReturnOrder): Promise<ReturnAck>;
+  /** Registers the service's handler of notifications (one handler; set before workers start). */
+  onNotification(handler: NotificationHandler): void;
+  /** Background loops the rail needs (the simulator's engine; a real adapter's message consumer). */
+  workers(): BackgroundWorker[];
 }

@@ -1,41 +1,88 @@
-import type { Database } from '../db/db.js';
+import type { Logger } from 'pino';
+import type { BackgroundWorker } from '../context.js';
+import type { Database, Sql } from '../db/db.js';
 import { UNIQUE_VIOLATION, sqlState } from '../db/db.js';
 import { bankName } from '../lib/banks.js';
-import type { PixKeyType } from '../pix/keys.js';
-import { KeyAlreadyRegisteredError, type DirectoryEntry, type KeyDirectory, type KeyRegistration, type Rail } from './rail.js';
+import type { Clock } from '../lib/clock.js';
+import { periodicWorker } from '../lib/periodic.js';
+import {
+  KeyAlreadyRegisteredError,
+  type DirectoryEntry,
+  type KeyDirectory,
+  type KeyRegistration,
+  type NotificationHandler,
+  type PaymentAck,
+  type PaymentOrder,
+  type Rail,
+  type RailNotification,
+  type ReturnAck,
+  type ReturnOrder,
+} from './rail.js';
+import { randomPayer, SeededRandom } from './sim/random.js';
+import { REJECTION, returnProblem } from './sim/returnRules.js';
+import * as store from './sim/store.js';
 
 export interface SimulatorOptions {
   db: Database;
   institutionIspb: string;
   institutionName: string;
+  clock: Clock;
+  log: Logger;
+  /** SIM_SETTLEMENT_MS: delay between acceptance and the outcome of a payment or return. */
+  settlementMs: number;
+  /** SIM_PROTECTION_MS: how long a protection-queued payment waits before it is reprocessed. */
+  protectionMs: number;
+  /** SIM_SEED. */
+  seed: number;
+  /** How often the engine looks for due work and undelivered notifications. */
+  pollMs?: number;
 }
 
-interface DictRow {
-  key: string;
-  type: PixKeyType;
-  name: string;
-  document: string;
-  ispb: string;
-  bank_name: string | null;
-  account_id: number | null;
-  behavior: string;
-  fraud_flagged: boolean;
-}
+const DELIVERY_LEASE_MS = 30_000;
+const DELIVERY_BATCH = 50;
+const DUE_BATCH = 200;
+const FLUSH_TIMEOUT_MS = 10_000;
+
+export type SandboxOutcome<T = void> = { ok: true; value: T } | { ok: false; reason: 'not_found' | 'conflict'; detail: string };
 
 /**
- * The simulated central bank. Its state lives in `sim_*` tables of the same database, so pending
- * work survives a restart; nothing outside this folder reads those tables.
+ * The simulated central bank. It keeps its own books in `sim_*` tables of the same database:
+ * the directory (DICT), every payment and return it has seen, and the notifications it still has to
+ * deliver to this institution. Pending work is a row with a due time, claimed by the engine with
+ * FOR UPDATE SKIP LOCKED, so it survives restarts and any number of processes can run the engine.
+ *
+ * What it does with a payment depends on the receiving key's directory entry (sandbox
+ * `/dict/keys`): `settle` (after SIM_SETTLEMENT_MS), `reject`, `hold` (until a sandbox call),
+ * `timeout` (the order is refused, nothing recorded); `fraud_flagged` queues the payment for
+ * SIM_PROTECTION_MS before that. Returns are judged by the spec's return codes and deadlines.
  */
 export class SimulatedRail implements Rail {
   readonly directory: KeyDirectory;
+  readonly random: SeededRandom;
+  private handler: NotificationHandler | undefined;
 
   constructor(private readonly options: SimulatorOptions) {
+    this.random = new SeededRandom(options.seed);
     this.directory = {
       registerKey: (r) => this.registerKey(r),
       removeKey: (key) => this.removeKey(key),
       lookupKey: (key) => this.lookupKey(key),
     };
   }
+
+  get ispb(): string {
+    return this.options.institutionIspb;
+  }
+
+  onNotification(handler: NotificationHandler): void {
+    this.handler = handler;
+  }
+
+  workers(): BackgroundWorker[] {
+    return [periodicWorker('rail-simulator', this.options.pollMs ?? 50, this.options.log, () => this.tick())];
+  }
+
+  // ---- directory (DICT) ----
 
   private async registerKey(r: KeyRegistration): Promise<void> {
     try {
@@ -55,7 +102,7 @@ export class SimulatedRail implements Rail {
   }
 
   private async lookupKey(key: string): Promise<DirectoryEntry | null> {
-    const [row] = await this.options.db.query<DictRow>('SELECT * FROM sim_dict_entries WHERE key = $1', [key]);
+    const row = await store.findDictEntry(this.options.db, key);
     if (!row) return null;
     return {
       key: row.key,
@@ -63,9 +110,367 @@ export class SimulatedRail implements Rail {
       name: row.name,
       document: row.document,
       ispb: row.ispb,
-      bankName: row.bank_name ?? bankName(row.ispb),
+      bankName: row.bank_name ?? bankName(row.ispb, { ispb: this.options.institutionIspb, name: this.options.institutionName }),
       accountId: row.account_id,
       fraudFlagged: row.fraud_flagged,
     };
   }
+
+  // ---- settlement (SPI) ----
+
+  async sendPayment(order: PaymentOrder): Promise<PaymentAck> {
+    const { db, clock, institutionIspb } = this.options;
+    const entry = await store.findDictEntry(db, order.receiverKey);
+    if (entry?.behavior === 'timeout') {
+      // The rail does not take new orders for this key; one it already has is acknowledged again.
+      const existing = await store.findPayment(db, order.endToEndId);
+      if (!existing) return { status: 'timeout' };
+      return existing.status === 'protection' ? { status: 'queued' } : { status: 'accepted' };
+    }
+
+    const now = clock.now();
+    const refusal = !entry ? REJECTION.keyNotFound : entry.ispb === institutionIspb ? REJECTION.sameInstitution : null;
+    const protection = entry?.fraud_flagged === true && refusal === null;
+    const { row } = await store.insertPayment(db, {
+      end_to_end_id: order.endToEndId,
+      kind: 'payment',
+      direction: 'outbound',
+      transaction_id: order.transactionId,
+      amount: order.amount,
+      payer_name: order.payer.name,
+      payer_document: order.payer.document,
+      payer_ispb: order.payer.ispb,
+      payer_account_id: order.payer.accountId,
+      receiver_key: order.receiverKey,
+      receiver_name: entry?.name ?? null,
+      receiver_document: entry?.document ?? null,
+      receiver_ispb: entry?.ispb ?? '00000000',
+      behavior: refusal ? 'reject' : (entry!.behavior as 'settle' | 'reject' | 'hold'),
+      reason_code: refusal?.code ?? null,
+      status: protection ? 'protection' : 'in_flight',
+      description: order.description,
+      txid: order.txid,
+      due_at: new Date(now.getTime() + (protection ? this.options.protectionMs : this.options.settlementMs)),
+      created_at: now,
+    });
+    return row.status === 'protection' ? { status: 'queued' } : { status: 'accepted' };
+  }
+
+  async sendReturn(order: ReturnOrder): Promise<ReturnAck> {
+    const { db, clock } = this.options;
+    const existing = await store.findPayment(db, order.endToEndId);
+    if (existing) return existing.status === 'settled' ? { status: 'settled', settledAt: existing.resolved_at! } : { status: 'accepted' };
+    return db.transaction(async (tx) => {
+      const now = clock.now();
+      const original = await store.findPayment(tx, order.originalEndToEndId, true);
+      const problem =
+        !original || original.direction !== 'inbound'
+          ? REJECTION.originalNotFound
+          : returnProblem({
+              returnCode: order.returnCode,
+              originalAt: original.created_at,
+              now,
+              amount: order.amount,
+              remaining: original.amount - original.returned_amount,
+            });
+      // A valid return settles after SIM_SETTLEMENT_MS, or at once when that is 0; an invalid one
+      // is accepted and rejected later, as the central bank does.
+      const settleNow = problem === null && this.options.settlementMs === 0;
+      const { row, inserted } = await store.insertPayment(tx, {
+        end_to_end_id: order.endToEndId,
+        kind: 'return',
+        direction: 'outbound',
+        transaction_id: order.transactionId,
+        original_end_to_end_id: order.originalEndToEndId,
+        amount: order.amount,
+        payer_name: original?.receiver_name ?? null,
+        payer_document: original?.receiver_document ?? null,
+        payer_ispb: this.options.institutionIspb,
+        payer_account_id: original?.receiver_account_id ?? null,
+        receiver_name: original?.payer_name ?? null,
+        receiver_document: original?.payer_document ?? null,
+        receiver_ispb: original?.payer_ispb ?? '00000000',
+        behavior: problem ? 'reject' : 'settle',
+        reason_code: problem?.code ?? null,
+        return_code: order.returnCode,
+        description: order.description,
+        status: settleNow ? 'settled' : 'in_flight',
+        due_at: settleNow ? null : new Date(now.getTime() + this.options.settlementMs),
+        created_at: now,
+        resolved_at: settleNow ? now : null,
+      });
+      if (inserted && problem === null) await store.addReturned(tx, order.originalEndToEndId, order.amount);
+      return row.status === 'settled' ? { status: 'settled', settledAt: row.resolved_at! } : { status: 'accepted' };
+    });
+  }
+
+  // ---- sandbox controls (contract section 4) ----
+
+  /** POST /dict/keys: registers (or re-registers) a key of another institution. */
+  async registerForeignKey(
+    entry: Pick<DirectoryEntry, 'key' | 'type' | 'name' | 'document' | 'ispb' | 'bankName' | 'fraudFlagged'> & { behavior: store.SimBehavior },
+  ): Promise<SandboxOutcome<{ row: store.DictRow; created: boolean }>> {
+    const result = await store.upsertForeignKey(this.options.db, {
+      key: entry.key,
+      type: entry.type,
+      name: entry.name,
+      document: entry.document,
+      ispb: entry.ispb,
+      bank_name: entry.bankName ?? bankName(entry.ispb, { ispb: this.options.institutionIspb, name: this.options.institutionName }),
+      behavior: entry.behavior,
+      fraud_flagged: entry.fraudFlagged,
+    });
+    if (result === 'owned') return { ok: false, reason: 'conflict', detail: 'PIX key belongs to an account of this institution' };
+    return { ok: true, value: result };
+  }
+
+  /** POST /payouts/:transaction_id/settle|reject: decides a held or accepted payment now. */
+  async decidePayment(transactionId: string, decision: 'settle' | 'reject'): Promise<SandboxOutcome<{ endToEndId: string }>> {
+    const outcome = await this.options.db.transaction(async (tx): Promise<SandboxOutcome<{ endToEndId: string; notificationId: string }>> => {
+      const row = await store.findOutboundPaymentByTransactionId(tx, transactionId);
+      if (!row) return { ok: false, reason: 'not_found', detail: 'Payout not found' };
+      if (row.status !== 'in_flight' && row.status !== 'held') {
+        return { ok: false, reason: 'conflict', detail: `Payout is ${row.status === 'protection' ? 'queued by protection' : row.status}; only a held or accepted payout can be decided` };
+      }
+      const now = this.options.clock.now();
+      const notificationId =
+        decision === 'settle' ? await this.settle(tx, row, now) : await this.reject(tx, row, now, REJECTION.byReceiver);
+      return { ok: true, value: { endToEndId: row.end_to_end_id, notificationId } };
+    });
+    if (!outcome.ok) return outcome;
+    await this.deliverNow([outcome.value.notificationId]);
+    return { ok: true, value: { endToEndId: outcome.value.endToEndId } };
+  }
+
+  /**
+   * POST /payouts/:transaction_id/return: the receiver returns (part of) a settled payment. An
+   * amount beyond what remains is refused by the rail (`payment.return_rejected`, no money back).
+   */
+  async returnPayment(transactionId: string, amount: number | undefined): Promise<SandboxOutcome<{ returned: boolean; endToEndId: string }>> {
+    const outcome = await this.options.db.transaction(
+      async (tx): Promise<SandboxOutcome<{ returned: boolean; endToEndId: string; notificationId: string }>> => {
+        const payment = await store.findOutboundPaymentByTransactionId(tx, transactionId);
+        if (!payment) return { ok: false, reason: 'not_found', detail: 'Payout not found' };
+        if (payment.status !== 'settled') return { ok: false, reason: 'conflict', detail: `Payout is ${payment.status}; only a settled payout can be returned` };
+        const now = this.options.clock.now();
+        const remaining = payment.amount - payment.returned_amount;
+        const value = amount ?? remaining;
+        const returnE2e = this.random.endToEndId('D', payment.receiver_ispb, now);
+        if (value <= 0 || value > remaining) {
+          const notificationId = await this.notify(tx, now, payment.end_to_end_id, {
+            kind: 'payment.return_rejected',
+            endToEndId: payment.end_to_end_id,
+            attemptId: returnE2e,
+            amount: value,
+            reasonCode: REJECTION.amountExceeded.code,
+            reason: REJECTION.amountExceeded.reason,
+          });
+          return { ok: true, value: { returned: false, endToEndId: returnE2e, notificationId } };
+        }
+        await store.insertPayment(tx, {
+          end_to_end_id: returnE2e,
+          kind: 'return',
+          direction: 'inbound',
+          original_end_to_end_id: payment.end_to_end_id,
+          amount: value,
+          payer_name: payment.receiver_name,
+          payer_document: payment.receiver_document,
+          payer_ispb: payment.receiver_ispb,
+          receiver_name: payment.payer_name,
+          receiver_document: payment.payer_document,
+          receiver_ispb: payment.payer_ispb,
+          receiver_account_id: payment.payer_account_id,
+          return_code: 'MD06',
+          status: 'settled',
+          created_at: now,
+          resolved_at: now,
+        });
+        await store.addReturned(tx, payment.end_to_end_id, value);
+        const notificationId = await this.notify(tx, now, payment.end_to_end_id, {
+          kind: 'payment.returned',
+          endToEndId: payment.end_to_end_id,
+          returnEndToEndId: returnE2e,
+          amount: value,
+          returnCode: 'MD06',
+          reason: 'Devolução PIX',
+          returnedAt: now,
+        });
+        return { ok: true, value: { returned: true, endToEndId: returnE2e, notificationId } };
+      },
+    );
+    if (!outcome.ok) return outcome;
+    await this.deliverNow([outcome.value.notificationId]);
+    return { ok: true, value: { returned: outcome.value.returned, endToEndId: outcome.value.endToEndId } };
+  }
+
+  /**
+   * POST /pix/inbound: a PIX from a payer of another institution to one of this institution's
+   * accounts, settled at once. Missing payer fields are drawn from the seeded generator. Resolves
+   * once the notification has been delivered (the account is credited), with its end-to-end id.
+   */
+  async simulateInboundPayment(input: {
+    accountId: number;
+    amount: number;
+    payerName?: string | undefined;
+    payerDocument?: string | undefined;
+    payerIspb?: string | undefined;
+    description?: string | undefined;
+    txid?: string | undefined;
+  }): Promise<string> {
+    const drawn = randomPayer(this.random);
+    const payer = { name: input.payerName ?? drawn.name, document: input.payerDocument ?? drawn.document, ispb: input.payerIspb ?? drawn.ispb };
+    const now = this.options.clock.now();
+    const endToEndId = this.random.endToEndId('E', payer.ispb, now);
+    const notificationId = await this.options.db.transaction(async (tx) => {
+      await store.insertPayment(tx, {
+        end_to_end_id: endToEndId,
+        kind: 'payment',
+        direction: 'inbound',
+        amount: input.amount,
+        payer_name: payer.name,
+        payer_document: payer.document,
+        payer_ispb: payer.ispb,
+        receiver_ispb: this.options.institutionIspb,
+        receiver_account_id: input.accountId,
+        status: 'settled',
+        description: input.description ?? null,
+        txid: input.txid ?? null,
+        created_at: now,
+        resolved_at: now,
+      });
+      return this.notify(tx, now, endToEndId, {
+        kind: 'inbound.payment',
+        endToEndId,
+        amount: input.amount,
+        receiverAccountId: input.accountId,
+        payer,
+        description: input.description ?? null,
+        txid: input.txid ?? null,
+        receivedAt: now,
+      });
+    });
+    await this.deliverNow([notificationId]);
+    return endToEndId;
+  }
+
+  // ---- engine ----
+
+  /** One pass of the engine: advances due payments, then delivers notifications, until idle. */
+  async tick(): Promise<void> {
+    for (let round = 0; round < 20; round++) {
+      const advanced = await this.advanceDue();
+      const delivered = await this.deliver();
+      if (advanced === 0 && delivered === 0) return;
+    }
+  }
+
+  private async advanceDue(): Promise<number> {
+    return this.options.db.transaction(async (tx) => {
+      const now = this.options.clock.now();
+      const rows = await store.claimDuePayments(tx, now, DUE_BATCH);
+      for (const row of rows) await this.advance(tx, row, now);
+      return rows.length;
+    });
+  }
+
+  private async advance(tx: Sql, row: store.SimPaymentRow, now: Date): Promise<void> {
+    if (row.status === 'protection') {
+      await store.updatePayment(tx, row.end_to_end_id, { status: 'in_flight', due_at: new Date(now.getTime() + this.options.settlementMs) });
+      await this.notify(tx, now, row.end_to_end_id, { kind: 'payment.accepted', endToEndId: row.end_to_end_id });
+      return;
+    }
+    if (row.kind === 'return') {
+      if (row.behavior === 'settle') {
+        await store.updatePayment(tx, row.end_to_end_id, { status: 'settled', due_at: null, resolved_at: now });
+        await this.notify(tx, now, row.end_to_end_id, { kind: 'return.settled', endToEndId: row.end_to_end_id, settledAt: now });
+      } else {
+        const rejection = Object.values(REJECTION).find((r) => r.code === row.reason_code) ?? REJECTION.originalNotFound;
+        await store.updatePayment(tx, row.end_to_end_id, { status: 'rejected', due_at: null, resolved_at: now });
+        await this.notify(tx, now, row.end_to_end_id, { kind: 'return.rejected', endToEndId: row.end_to_end_id, reasonCode: rejection.code, reason: rejection.reason });
+      }
+      return;
+    }
+    switch (row.behavior) {
+      case 'settle':
+        await this.settle(tx, row, now);
+        return;
+      case 'reject':
+        await this.reject(tx, row, now, Object.values(REJECTION).find((r) => r.code === row.reason_code) ?? REJECTION.byReceiver);
+        return;
+      case 'hold':
+        await store.updatePayment(tx, row.end_to_end_id, { status: 'held', due_at: null });
+        await this.notify(tx, now, row.end_to_end_id, { kind: 'payment.held', endToEndId: row.end_to_end_id });
+        return;
+    }
+  }
+
+  private async settle(tx: Sql, row: store.SimPaymentRow, now: Date): Promise<string> {
+    await store.updatePayment(tx, row.end_to_end_id, { status: 'settled', due_at: null, resolved_at: now });
+    return this.notify(tx, now, row.end_to_end_id, { kind: 'payment.settled', endToEndId: row.end_to_end_id, settledAt: now });
+  }
+
+  private async reject(tx: Sql, row: store.SimPaymentRow, now: Date, rejection: { code: string; reason: string }): Promise<string> {
+    await store.updatePayment(tx, row.end_to_end_id, { status: 'rejected', due_at: null, resolved_at: now, reason_code: rejection.code });
+    return this.notify(tx, now, row.end_to_end_id, {
+      kind: 'payment.rejected',
+      endToEndId: row.end_to_end_id,
+      reasonCode: rejection.code,
+      reason: rejection.reason,
+    });
+  }
+
+  /** Queues a notification in the simulator's transaction; its id is derived from what it reports. */
+  private async notify(tx: Sql, now: Date, subject: string, body: DistributiveOmit<RailNotification, 'id' | 'at'>): Promise<string> {
+    const discriminator = body.kind === 'payment.returned' ? body.returnEndToEndId : body.kind === 'payment.return_rejected' ? body.attemptId : subject;
+    const notificationId = `${body.kind}:${discriminator}`;
+    await store.enqueueNotification(tx, { notificationId, subject, kind: body.kind, payload: body as Record<string, unknown>, createdAt: now });
+    return notificationId;
+  }
+
+  /** Delivers leased notifications to the handler; a failure is retried later with backoff. */
+  private async deliver(): Promise<number> {
+    const handler = this.handler;
+    if (!handler) return 0;
+    const { db, clock, log } = this.options;
+    const now = clock.now();
+    const rows = await store.claimNotifications(db, now, new Date(now.getTime() + DELIVERY_LEASE_MS), DELIVERY_BATCH);
+    await Promise.all(
+      rows.map(async (row) => {
+        try {
+          await handler(toNotification(row));
+          await store.deleteNotification(db, row.id);
+        } catch (err) {
+          const backoff = Math.min(30_000, 100 * 2 ** Math.min(row.attempts, 9));
+          log.warn({ err, notification: row.notification_id, attempts: row.attempts }, 'rail notification handler failed; will retry');
+          await store.deferNotification(db, row.id, new Date(clock.now().getTime() + backoff), (err as Error).message ?? String(err));
+        }
+      }),
+    );
+    return rows.length;
+  }
+
+  /**
+   * Runs the engine until the given notifications are delivered (or another process delivered
+   * them), so a sandbox call answers after its effect. Gives up after 10 s.
+   */
+  async deliverNow(notificationIds: string[]): Promise<void> {
+    const deadline = Date.now() + FLUSH_TIMEOUT_MS;
+    while (Date.now() < deadline) {
+      await this.tick();
+      const left = await this.options.db.query('SELECT 1 FROM sim_notifications WHERE notification_id = ANY($1::text[]) LIMIT 1', [notificationIds]);
+      if (left.length === 0) return;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    this.options.log.warn({ notifications: notificationIds }, 'sandbox notification not delivered within 10 s');
+  }
+}
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+const DATE_FIELDS = new Set(['settledAt', 'returnedAt', 'receivedAt']);
+
+function toNotification(row: store.SimNotificationRow): RailNotification {
+  const body: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(row.payload)) body[k] = DATE_FIELDS.has(k) && typeof v === 'string' ? new Date(v) : v;
+  return { ...body, id: row.notification_id, at: row.created_at } as RailNotification;
 }

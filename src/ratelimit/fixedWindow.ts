@@ -33,22 +33,23 @@ function result(count: number, limit: number, w: ReturnType<typeof window>): Win
 }
 
 export class MemoryFixedWindow implements FixedWindowCounter {
-  private readonly counts = new Map<string, { windowStart: number; count: number }>();
-  private lastSweep = 0;
+  private readonly counts = new Map<string, { windowStart: number; windowSeconds: number; count: number }>();
+  private lastSweepSecond = 0;
 
   constructor(private readonly clock: Clock) {}
 
   async hit(key: string, limit: number, windowSeconds: number): Promise<WindowHit> {
     const w = window(this.clock, windowSeconds);
-    if (w.start !== this.lastSweep) {
-      // Drop counters of past windows (at most once per window start seen).
-      for (const [k, v] of this.counts) if (v.windowStart + windowSeconds <= w.start) this.counts.delete(k);
-      this.lastSweep = w.start;
+    const nowSecond = Math.floor(this.clock.now().getTime() / 1000);
+    if (nowSecond - this.lastSweepSecond >= 10) {
+      // Drop counters whose own window has ended (windows of different lengths share this map).
+      for (const [k, v] of this.counts) if (v.windowStart + v.windowSeconds <= nowSecond) this.counts.delete(k);
+      this.lastSweepSecond = nowSecond;
     }
     const id = `${windowSeconds}:${key}`;
     const entry = this.counts.get(id);
     const count = entry && entry.windowStart === w.start ? entry.count + 1 : 1;
-    this.counts.set(id, { windowStart: w.start, count });
+    this.counts.set(id, { windowStart: w.start, windowSeconds, count });
     return result(count, limit, w);
   }
 }

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { requireAdminToken } from '../admin/routes.js';
 import type { AppContext } from '../context.js';
+import { pixSandboxRoutes } from './pix.routes.js';
 
 /**
  * Rail simulator controls (contract section 4), under /api/sandbox, behind the admin bearer token.
@@ -12,5 +13,6 @@ export function sandboxRoutes(ctx: AppContext) {
     app.setNotFoundHandler((_req, reply) => reply.code(404).send({ errors: { not_found: 'route not found' } }));
     if (ctx.config.appEnv === 'production') return;
     app.addHook('onRequest', requireAdminToken(ctx.config.adminToken));
+    await pixSandboxRoutes(app, ctx);
   };
 }

@@ -65,3 +65,81 @@ export async function insertTransaction(tx: Sql, record: NewTransaction): Promis
   );
   return row!;
 }
+
+// ---- statement, transaction list and lookups ----
+
+/** The spec's statement `status` filter values (applied to the generated `statement_status`). */
+export const STATEMENT_FILTERS = ['settled', 'rejected', 'failed', 'processing'] as const;
+export type StatementFilter = (typeof STATEMENT_FILTERS)[number];
+export const TRANSACTION_TYPES = ['pix', 'ted', 'internal'] as const;
+
+export interface ListQuery {
+  accountId: number;
+  status?: StatementFilter | undefined;
+  type?: (typeof TRANSACTION_TYPES)[number] | undefined;
+  /** Inclusive lower bound. */
+  from?: Date | undefined;
+  /** Exclusive upper bound. */
+  before?: Date | undefined;
+  limit: number;
+  offset: number;
+}
+
+export type ListedTransaction = TransactionRow & { statement_status: string | null };
+
+/** WHERE clauses of one list query; parameters are appended to `params` (shared by a UNION). */
+function listWhere(q: ListQuery, statusClause: string, params: unknown[]): string {
+  const p = (v: unknown) => `$${params.push(v)}`;
+  const clauses = [`account_id = ${p(q.accountId)}`, statusClause];
+  if (q.type) clauses.push(`type = ${p(q.type)}`);
+  if (q.from) clauses.push(`created_at >= ${p(q.from)}`);
+  if (q.before) clauses.push(`created_at < ${p(q.before)}`);
+  return clauses.join(' AND ');
+}
+
+const ORDER = 'ORDER BY created_at DESC, id DESC';
+
+function pageSelect(q: ListQuery, statusClause: string, params: unknown[], merged: boolean): string {
+  const where = listWhere(q, statusClause, params);
+  return `SELECT *, ${merged} AS merged FROM transactions WHERE ${where} ${ORDER} LIMIT $${params.push(q.limit)} OFFSET $${params.push(q.offset)}`;
+}
+
+const filterClause = (status: StatementFilter) => `statement_status = '${status}'`;
+
+export type StatementRow = ListedTransaction & { merged: boolean };
+
+/**
+ * A statement page, newest first, without the outbound PIX still in flight; with `merge`, those
+ * (up to `q.limit`, newest first) come first with `merged: true`. One statement, so both parts see
+ * the same snapshot (a payout settling meanwhile is never listed twice). Each part is answered
+ * from one index (migration 0100) read in order.
+ */
+export async function listStatement(sql: Sql, q: ListQuery, merge: boolean): Promise<StatementRow[]> {
+  const params: unknown[] = [];
+  const regular = pageSelect(q, q.status ? filterClause(q.status) : `statement_status IS NOT NULL AND statement_status <> 'in_flight'`, params, false);
+  if (!merge) return sql.query<StatementRow>(regular, params);
+  const inFlight = pageSelect({ ...q, offset: 0 }, `statement_status = 'in_flight'`, params, true);
+  return sql.query<StatementRow>(`SELECT * FROM ((${inFlight}) UNION ALL (${regular})) page ORDER BY merged DESC, created_at DESC, id DESC`, params);
+}
+
+/** GET /transactions: like the statement, with records in flight in their place instead of merged. */
+export async function listTransactions(sql: Sql, q: ListQuery): Promise<ListedTransaction[]> {
+  const clause = !q.status
+    ? 'statement_status IS NOT NULL'
+    : q.status === 'processing'
+      ? `statement_status IN ('processing', 'in_flight')`
+      : filterClause(q.status);
+  const params: unknown[] = [];
+  return sql.query<ListedTransaction>(pageSelect(q, clause, params, false), params);
+}
+
+export type LookupKey = 'id' | 'transaction_id' | 'end_to_end_id' | 'external_id' | 'tag';
+
+/** One record of the account by one of its ids; by tag, the newest record with that tag. */
+export async function findInAccount(sql: Sql, accountId: number, key: LookupKey, value: string): Promise<ListedTransaction | undefined> {
+  const [row] = await sql.query<ListedTransaction>(
+    `SELECT * FROM transactions WHERE account_id = $1 AND ${key} = $2 ORDER BY created_at DESC, id DESC LIMIT 1`,
+    [accountId, value],
+  );
+  return row;
+}

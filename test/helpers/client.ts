@@ -108,9 +108,9 @@ export interface MerchantFixture {
 /** A merchant, its account (optionally funded) and an API key. */
 export async function merchantWithKey(
   server: TestServer,
-  options: { permissions?: string[]; ipWhitelist?: string[]; hmac?: boolean; expiresAt?: string; depositCents?: number; accountScoped?: boolean } = {},
+  options: { name?: string; permissions?: string[]; ipWhitelist?: string[]; hmac?: boolean; expiresAt?: string; depositCents?: number; accountScoped?: boolean } = {},
 ): Promise<MerchantFixture> {
-  const m = await server.admin('POST', '/merchants', { name: 'Loja Teste', document: validCnpj() });
+  const m = await server.admin('POST', '/merchants', { name: options.name ?? 'Loja Teste', document: validCnpj() });
   if (m.status !== 201) throw new Error(`merchant: ${JSON.stringify(m.body)}`);
   const k = await server.admin('POST', '/api-keys', {
     merchant_id: m.body.merchant_id,
@@ -126,4 +126,11 @@ export async function merchantWithKey(
     if (d.status !== 201) throw new Error(`deposit: ${JSON.stringify(d.body)}`);
   }
   return { merchantId: m.body.merchant_id, accountId: m.body.account_id, client: new ApiClient(server.url, k.body.client_id, k.body.client_secret) };
+}
+
+/** Registers a PIX key of this institution for an account (operator API); returns the key. */
+export async function addPixKey(server: TestServer, accountId: number, type: string, key?: string): Promise<string> {
+  const res = await server.admin('POST', '/pix-keys', { account_id: accountId, type, ...(key ? { key } : {}) });
+  if (res.status !== 201) throw new Error(`pix key: ${JSON.stringify(res.body)}`);
+  return res.body.key;
 }

@@ -4,7 +4,7 @@ import pg from 'pg';
 import { inject } from 'vitest';
 import type { Database } from '../../src/db/db.js';
 import { migrate } from '../../src/db/migrate.js';
-import { openPglite } from '../../src/db/pglite.js';
+import { openPglite, type PgliteDatabase } from '../../src/db/pglite.js';
 import { openPostgres } from '../../src/db/postgres.js';
 
 export type Backend = 'pglite' | 'postgres';
@@ -18,6 +18,42 @@ export interface TestDatabase {
   db: Database;
   backend: Backend;
   close(): Promise<void>;
+  /**
+   * A process restart: closes this handle without destroying the data and opens a new one on it
+   * (PGlite: a new instance from the data folder's dump; PostgreSQL: a new pool on the same schema).
+   */
+  reopen(): Promise<TestDatabase>;
+}
+
+function pgliteTestDatabase(db: PgliteDatabase): TestDatabase {
+  return {
+    db,
+    backend: 'pglite',
+    close: () => db.close(),
+    async reopen() {
+      const dataDir = await db.dump();
+      await db.close();
+      return pgliteTestDatabase(await openPglite({ dataDir: 'memory://', loadDataDir: dataDir }));
+    },
+  };
+}
+
+function postgresTestDatabase(url: string, schema: string, db: Database): TestDatabase {
+  return {
+    db,
+    backend: 'postgres',
+    async close() {
+      await db.close();
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      await c.query(`DROP SCHEMA ${schema} CASCADE`);
+      await c.end();
+    },
+    async reopen() {
+      await db.close();
+      return postgresTestDatabase(url, schema, await openPostgres({ url, schema, max: 25 }));
+    },
+  };
 }
 
 /**
@@ -27,8 +63,7 @@ export interface TestDatabase {
 export async function openTestDatabase(backend: Backend): Promise<TestDatabase> {
   if (backend === 'pglite') {
     template ??= new Blob([readFileSync(inject('pgliteTemplate'))]);
-    const db = await openPglite({ dataDir: 'memory://', loadDataDir: template });
-    return { db, backend, close: () => db.close() };
+    return pgliteTestDatabase(await openPglite({ dataDir: 'memory://', loadDataDir: template }));
   }
   const url = process.env.TEST_DATABASE_URL;
   if (!url) throw new Error('TEST_DATABASE_URL is not set');
@@ -39,15 +74,5 @@ export async function openTestDatabase(backend: Backend): Promise<TestDatabase> 
   await admin.end();
   const db = await openPostgres({ url, schema, max: 25 });
   await migrate(db);
-  return {
-    db,
-    backend,
-    async close() {
-      await db.close();
-      const c = new pg.Client({ connectionString: url });
-      await c.connect();
-      await c.query(`DROP SCHEMA ${schema} CASCADE`);
-      await c.end();
-    },
-  };
+  return postgresTestDatabase(url, schema, db);
 }

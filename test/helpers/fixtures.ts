@@ -17,3 +17,25 @@ export function validCnpj(): string {
   const twelve = `${eight}0001`;
   return twelve + cnpjCheckDigits(twelve);
 }
+
+/** A clock tests move by hand (`startTestServer({clock})`). */
+export class ManualClock {
+  constructor(private ms: number = Date.now()) {}
+  now(): Date {
+    return new Date(this.ms);
+  }
+  advance(ms: number): void {
+    this.ms += ms;
+  }
+}
+
+/** Polls `probe` until it returns a value other than undefined, or fails after `timeoutMs`. */
+export async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs = 5000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

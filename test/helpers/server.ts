@@ -18,6 +18,8 @@ export interface TestServer extends RunningServer {
 
 export interface TestServerOptions {
   backend?: Backend;
+  /** Run on this database instead of a fresh one (restart tests); close() leaves it open. */
+  database?: TestDatabase;
   env?: Record<string, string>;
   redis?: Redis;
   clock?: Clock;
@@ -28,8 +30,8 @@ export interface TestServerOptions {
 
 /** Starts pixgate on a random port over a fresh database of the given backend. */
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
-  const backend = options.backend ?? 'pglite';
-  const database = await openTestDatabase(backend);
+  const database = options.database ?? (await openTestDatabase(options.backend ?? 'pglite'));
+  const backend = database.backend;
   const config: Config = parseConfig({
     PORT: '0',
     HOST: '127.0.0.1',
@@ -67,7 +69,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     admin,
     async close() {
       await server.stop();
-      await database.close();
+      if (!options.database) await database.close();
     },
   };
 }

@@ -84,6 +84,19 @@ describe.each(REDIS_VARIANTS)('fixed-window counter (%s)', (variant) => {
     }
   });
 
+  it('windows of different lengths on one counter do not reset each other', async () => {
+    const { a, close } = await counters();
+    try {
+      expect((await a.hit('k:hour', 10, 3600)).remaining).toBe(9);
+      now += 120_000; // two minute windows later, same hour
+      expect((await a.hit('k:minute', 10, 60)).remaining).toBe(9);
+      now += 15_000;
+      expect((await a.hit('k:hour', 10, 3600)).remaining).toBe(8);
+    } finally {
+      await close();
+    }
+  });
+
   it('counts concurrent hits exactly', async () => {
     const { a, close } = await counters();
     try {

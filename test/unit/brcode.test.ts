@@ -1,27 +1,18 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BrCodeError, crc16, decodeBrCode, encodeBrCode, formatAmount, parseAmount } from '../../src/lib/brcode.js';
+import { crcCcittFalse, emvFields } from '../helpers/emv.js';
 
 // Static example of the central bank's "Manual de Padrões para Iniciação do Pix" (BR Code section).
 const BCB_STATIC_EXAMPLE =
   '00020126580014br.gov.bcb.pix0136123e4567-e12b-12d1-a456-4266554400005204000053039865802BR5913Fulano de Tal6008BRASILIA62070503***63041D3D';
 
-/** An independent decoder written from the EMV layout (id, length, value), for cross-checking. */
-function emvFields(text: string): Map<string, string> {
-  const out = new Map<string, string>();
-  let i = 0;
-  while (i < text.length) {
-    const id = text.substring(i, i + 2);
-    const len = parseInt(text.substring(i + 2, i + 4), 10);
-    out.set(id, text.substring(i + 4, i + 4 + len));
-    i += 4 + len;
-  }
-  return out;
-}
-
 describe('BR Code', () => {
   it('decodes the central bank manual’s static example and verifies its CRC', () => {
     expect(crc16(BCB_STATIC_EXAMPLE.slice(0, -4))).toBe('1D3D');
+    // The independent CRC agrees, and gives the standard check value of CRC-16/CCITT-FALSE.
+    expect(crcCcittFalse(BCB_STATIC_EXAMPLE.slice(0, -4))).toBe('1D3D');
+    expect(crcCcittFalse('123456789')).toBe('29B1');
     const d = decodeBrCode(BCB_STATIC_EXAMPLE);
     expect(d).toMatchObject({
       key: '123e4567-e12b-12d1-a456-426655440000',
@@ -75,7 +66,7 @@ describe('BR Code', () => {
           expect(f.get('58')).toBe('BR');
           expect(f.get('54')).toBe(amountCents === undefined ? undefined : formatAmount(amountCents));
           expect(emvFields(f.get('62')!).get('05')).toBe(txid ?? '***');
-          expect(f.get('63')).toBe(crc16(code.slice(0, -4)));
+          expect(f.get('63')).toBe(crcCcittFalse(code.slice(0, -4)));
           expect([...f.keys()].at(-1)).toBe('63');
         },
       ),

@@ -25,11 +25,40 @@ describe('CPF', () => {
     );
   });
 
-  it('any single-digit change of a valid CPF makes it invalid (property)', () => {
+  // The CPF's mod-11 check maps remainders 0 and 1 both to the digit 0, so it has a known blind
+  // spot: a change that only moves a remainder between 0 and 1 keeps the check digits. Example:
+  // 20462168301 and 10462168301 are both valid. The property below is the exact truth: a
+  // single-digit change is refused unless it stays inside that blind spot.
+  const remainders = (d: string) => {
+    const s1 = [10, 9, 8, 7, 6, 5, 4, 3, 2].reduce((a, w, i) => a + w * Number(d[i]), 0);
+    const s2 = [11, 10, 9, 8, 7, 6, 5, 4, 3, 2].reduce((a, w, i) => a + w * Number(d[i]), 0);
+    return [s1 % 11, s2 % 11] as const;
+  };
+  const lowRemainder = (r: number | undefined) => r === 0 || r === 1;
+
+  it('a single-digit change is refused, except inside the mod-11 remainder 0/1 blind spot (property)', () => {
     fc.assert(
       fc.property(validCpf, fc.nat(10), fc.integer({ min: 1, max: 9 }), (cpf, position, delta) => {
         const digit = (Number(cpf[position]) + delta) % 10;
         const changed = cpf.slice(0, position) + digit + cpf.slice(position + 1);
+        if (!isValidCpf(changed)) return;
+        // Accepted: only possible in the blind spot, and never for a change of a check digit.
+        expect(position).toBeLessThan(9);
+        const [a1, a2] = remainders(cpf);
+        const [b1, b2] = remainders(changed);
+        expect([a1, b1].every(lowRemainder)).toBe(true);
+        expect(a2 === b2 || [a2, b2].every(lowRemainder)).toBe(true);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('the blind spot exists (so the property above is not vacuous) and changes of check digits are always caught', () => {
+    expect(isValidCpf('20462168301')).toBe(true);
+    expect(isValidCpf('10462168301')).toBe(true);
+    fc.assert(
+      fc.property(validCpf, fc.integer({ min: 9, max: 10 }), fc.integer({ min: 1, max: 9 }), (cpf, position, delta) => {
+        const changed = cpf.slice(0, position) + ((Number(cpf[position]) + delta) % 10) + cpf.slice(position + 1);
         expect(isValidCpf(changed)).toBe(false);
       }),
     );

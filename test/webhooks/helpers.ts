@@ -85,8 +85,8 @@ export async function waitUntil(check: () => boolean | Promise<boolean>, ms = 15
 }
 
 /**
- * Writes one event to the outbox, as a domain does in the transaction of its state change. The PIX
- * domains that emit the real events live on other branches; tests produce events this way.
+ * Writes one event to the outbox, as a domain does in the transaction of its state change, so each
+ * delivery rule can be tested without the rail simulator (e2e.test.ts uses the real PIX events).
  */
 export async function emit(
   db: { transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T> },

@@ -1,0 +1,312 @@
+import type { AppContext } from '../context.js';
+import type { Sql } from '../db/db.js';
+import { lockAccount } from '../ledger/ledger.js';
+import { newEndToEndId, newTransactionId, TX_PREFIX } from '../lib/ids.js';
+import { centsToBaseUnits } from '../lib/money.js';
+import * as merchants from '../merchants/repository.js';
+import type { PaymentAck, PaymentOrder } from '../rail/rail.js';
+import { insertTransaction, TX_STATUS } from '../transactions/repository.js';
+import { cashOutError } from './cashOutErrors.js';
+import type { CashOutCommand } from './cashOutCommand.js';
+import { emitFor, payoutBody } from './events.js';
+import { limitProblem, limitWindows } from './limits.js';
+import { movePending } from './postings.js';
+import * as repo from './repository.js';
+import type { OwnedTransaction, UsageWindow } from './repository.js';
+
+/**
+ * POST /pix/cash-out, in three steps with one database transaction each and the rail call between
+ * them (never inside a transaction):
+ *
+ *   1 reserve   lock the account; external_id, limits and safe balance checks; the record (stage 1,
+ *               payment_status processing) and the reservation available -> pending
+ *   2 send      rail.sendPayment (idempotent on the end-to-end id)
+ *   3 record    the rail's answer: accepted (stage 2, pix.payout.processing, HTTP 200) or queued
+ *               (stage 2, pix.payout.queued, HTTP 202), with the idempotency answer; or timeout
+ *               (reservation released, failed and resumable, HTTP 400 provider_timeout)
+ *
+ * A crash between 1 and 3 leaves a stage-1 record: the recovery worker sends it again, and a repeat
+ * of the request (same external_id) resumes it. Outcomes arrive later as rail notifications
+ * (payouts.ts).
+ */
+
+export interface CashOutCaller {
+  merchantId: number;
+  accountId: number;
+}
+
+/** Records the HTTP answer in the operation's final transaction (idempotency). */
+export type RecordAnswer = (tx: Sql, statusCode: number, body: CashOutResponse) => Promise<void>;
+
+export interface CashOutResponse {
+  worked: boolean;
+  final: boolean;
+  transaction_id: string;
+  end_to_end_id: string;
+  external_id: string | null;
+  amount: number;
+  fee_amount: number;
+  net_amount: number;
+  status: string;
+  detail: string;
+}
+
+export interface CashOutAnswer {
+  statusCode: number;
+  body: CashOutResponse;
+}
+
+const DETAIL: Record<string, string> = {
+  accepted: 'Cash-out accepted for processing; the outcome follows as pix.payout.confirmed or pix.payout.failed',
+  queued: 'Cash-out queued by a protection rule; it is reprocessed automatically',
+  settled: 'Cash-out settled',
+  rejected: 'Cash-out rejected by the central bank',
+  returned: 'Cash-out settled and returned by the receiver',
+  failed: 'Cash-out failed',
+};
+
+/** The cash-out response of a record as it stands (spec table "Cash-out response"). */
+export function cashOutAnswer(row: OwnedTransaction): CashOutAnswer {
+  const status =
+    row.stage < 3 ? (row.payment_status === 'queued' ? 'queued' : 'accepted') : row.payment_status === 'returned' ? 'settled' : (row.payment_status ?? 'failed');
+  return {
+    statusCode: status === 'queued' ? 202 : 200,
+    body: {
+      worked: true,
+      final: row.stage === 3,
+      transaction_id: row.transaction_id,
+      end_to_end_id: row.end_to_end_id!,
+      external_id: row.external_id,
+      amount: row.amount,
+      fee_amount: row.fee_amount,
+      net_amount: row.amount + row.fee_amount,
+      status,
+      detail: DETAIL[status] ?? DETAIL.failed!,
+    },
+  };
+}
+
+export async function cashOut(ctx: AppContext, caller: CashOutCaller, cmd: CashOutCommand, record: RecordAnswer): Promise<CashOutAnswer> {
+  let destination;
+  try {
+    destination = await resolveDestination(ctx, caller, cmd.key);
+  } catch (err) {
+    // A repeated command answers with its original order even if its key has changed since.
+    const existing = cmd.externalId === null ? undefined : await repo.findByExternalId(ctx.db, caller.accountId, cmd.externalId);
+    if (existing) return repeat(ctx, existing, cmd, record);
+    throw err;
+  }
+  const reserved = await ctx.db.transaction(async (tx) => {
+    const balances = await lockAccount(tx, caller.accountId);
+    if (cmd.externalId !== null) {
+      const existing = await repo.findByExternalId(tx, caller.accountId, cmd.externalId);
+      if (existing) return { existing };
+    }
+    const account = await repo.accountWithHolder(tx, caller.accountId);
+    const now = ctx.clock.now();
+    const amount = centsToBaseUnits(cmd.amountCents);
+    const fee = centsToBaseUnits(account.cash_out_fee_cents);
+    const windows = await reserveWithinLimits(tx, account, balances.safe, amount, fee, now);
+    const row = await insertTransaction(tx, {
+      transaction_id: newTransactionId(TX_PREFIX.cashOut, now),
+      account_id: caller.accountId,
+      kind: 'cash_out',
+      type: 'pix',
+      direction: 'outbound',
+      status: TX_STATUS.pending,
+      payment_status: 'processing',
+      stage: 1,
+      end_to_end_id: newEndToEndId('E', ctx.config.institutionIspb, now),
+      external_id: cmd.externalId,
+      amount,
+      fee_amount: fee,
+      description: cmd.description ?? '',
+      counterparty_name: destination.name,
+      recipient_key: cmd.key,
+      recipient_key_type: cmd.keyType,
+      recipient_document: destination.document,
+      recipient_ispb: destination.ispb,
+      request_fingerprint: cmd.fingerprint,
+      metadata: {
+        recipient_bank_name: destination.bankName,
+        txid: cmd.txid,
+        emv: cmd.emv,
+        payer: { name: account.holder_name, document: account.holder_document },
+        limit_windows: windows,
+      },
+      created_at: now,
+    });
+    await reserve(tx, row.account_id, row.transaction_id, amount + fee);
+    return { row: { ...row, merchant_id: caller.merchantId } };
+  });
+  if ('existing' in reserved) return repeat(ctx, reserved.existing!, cmd, record);
+  return submit(ctx, reserved.row, record);
+}
+
+/** The receiver of a key, or the cash-out error that forbids paying it. */
+async function resolveDestination(ctx: AppContext, caller: CashOutCaller, key: string) {
+  const entry = await ctx.rail.directory.lookupKey(key);
+  if (!entry) throw cashOutError('destination_not_found', { detail: `PIX key ${key} is not registered in the directory` });
+  if (entry.accountId === null && entry.ispb !== ctx.config.institutionIspb) return entry;
+  // The key belongs to this institution: to one of the caller's accounts (or, for a key registered
+  // in the sandbox with this ISPB, to the caller's document), or to someone else here.
+  const own =
+    entry.accountId !== null
+      ? (await merchants.findAccount(ctx.db, entry.accountId))?.merchant_id === caller.merchantId
+      : (await merchants.findMerchant(ctx.db, caller.merchantId))?.document === entry.document;
+  if (own) throw cashOutError('self_transfer', { detail: 'The key belongs to your own account; move money between your accounts with a TEF' });
+  throw cashOutError('same_institution_transfer', { detail: 'The key belongs to an account of this institution; use a TEF' });
+}
+
+/**
+ * Counts `amount` in the account's limit windows and checks the limits (per operation, nighttime,
+ * daily) and then the safe balance against amount + fee; throws the cash-out error, which rolls
+ * the count back with the transaction. Returns the windows counted in.
+ */
+async function reserveWithinLimits(tx: Sql, account: merchants.AccountRow, safe: number, amount: number, fee: number, now: Date): Promise<UsageWindow[]> {
+  const windows = limitWindows(now);
+  const totals = await repo.addUsage(tx, account.id, windows, amount);
+  const used = new Map([...totals].map(([kind, total]) => [kind, total - amount]));
+  const problem = limitProblem(
+    amount,
+    {
+      maxAmountCents: account.cash_out_max_amount_cents,
+      dailyLimitCents: account.cash_out_daily_limit_cents,
+      nighttimeLimitCents: account.cash_out_nighttime_limit_cents,
+    },
+    windows,
+    used,
+  );
+  if (problem) throw cashOutError(problem.code, { detail: problem.detail });
+  if (safe < amount + fee) {
+    throw cashOutError('insufficient_balance', { detail: `Available balance ${safe} is below amount plus fee ${amount + fee} (base units)` });
+  }
+  return windows;
+}
+
+/** available -> pending for the whole debit (amount + fee). */
+function reserve(tx: Sql, accountId: number, transactionId: string, total: number) {
+  return movePending(tx, 'reserve', { kind: 'cash_out_reserve', reference: transactionId, accountId, amount: total });
+}
+
+/** pending -> available: the reservation given back (rejection, failure), and the limit windows. */
+export async function releaseReservation(tx: Sql, row: OwnedTransaction, kind: string): Promise<void> {
+  await movePending(tx, 'release', { kind, reference: row.transaction_id, accountId: row.account_id, amount: row.amount + row.fee_amount });
+  const windows = ((row.metadata.limit_windows as { kind: 'day' | 'night'; start: string }[] | undefined) ?? []).map((w) => ({
+    kind: w.kind,
+    start: new Date(w.start),
+  }));
+  await repo.addUsage(tx, row.account_id, windows, -row.amount);
+}
+
+/** The same external_id again: 409 for another command, else the original order resumed or answered. */
+async function repeat(ctx: AppContext, existing: OwnedTransaction, cmd: CashOutCommand, record: RecordAnswer): Promise<CashOutAnswer> {
+  if (existing.kind !== 'cash_out' || existing.request_fingerprint !== cmd.fingerprint) {
+    throw cashOutError('external_id_conflict', { detail: `external_id ${cmd.externalId} belongs to ${existing.transaction_id}, sent with a different payload` });
+  }
+  if (existing.stage === 1) return submit(ctx, existing, record);
+  if (existing.metadata.resumable === true) {
+    const resumed = await ctx.db.transaction(async (tx) => {
+      const balances = await lockAccount(tx, existing.account_id);
+      const row = await repo.lockTransaction(tx, existing.id);
+      if (row.metadata.resumable !== true) return row;
+      const account = (await merchants.findAccount(tx, row.account_id))!;
+      const now = ctx.clock.now();
+      const windows = await reserveWithinLimits(tx, account, balances.safe, row.amount, row.fee_amount, now);
+      await reserve(tx, row.account_id, row.transaction_id, row.amount + row.fee_amount);
+      return repo.updateState(
+        tx,
+        row.id,
+        { status: TX_STATUS.pending, payment_status: 'processing', stage: 1, metadata: { resumable: false, failure_code: null, limit_windows: windows } },
+        now,
+      );
+    });
+    if (resumed.stage === 1) return submit(ctx, resumed, record);
+    return cashOutAnswer(resumed);
+  }
+  return cashOutAnswer(existing);
+}
+
+export function paymentOrder(row: OwnedTransaction, institutionIspb: string): PaymentOrder {
+  const meta = row.metadata as { payer: { name: string; document: string }; txid?: string | null };
+  return {
+    endToEndId: row.end_to_end_id!,
+    transactionId: row.transaction_id,
+    amount: row.amount,
+    payer: { name: meta.payer.name, document: meta.payer.document, ispb: institutionIspb, accountId: row.account_id },
+    receiverKey: row.recipient_key!,
+    description: row.description || null,
+    txid: meta.txid ?? null,
+  };
+}
+
+/** Steps 2 and 3 for a stage-1 record. */
+async function submit(ctx: AppContext, row: OwnedTransaction, record: RecordAnswer): Promise<CashOutAnswer> {
+  let ack: PaymentAck | null = null;
+  try {
+    ack = await ctx.rail.sendPayment(paymentOrder(row, ctx.config.institutionIspb));
+  } catch (err) {
+    // The order may or may not have reached the rail: it stays accepted at stage 1 and the
+    // recovery worker sends it again (the rail deduplicates on the end-to-end id).
+    ctx.log.error({ err, transaction_id: row.transaction_id }, 'rail did not answer a payment order; it will be sent again');
+  }
+  const result = await ctx.db.transaction(async (tx) => {
+    const current = await applyPaymentAck(tx, ctx, row, ack);
+    if (current === 'timeout') return 'timeout' as const;
+    const answer = cashOutAnswer(current);
+    await record(tx, answer.statusCode, answer.body);
+    return answer;
+  });
+  if (result === 'timeout') throw cashOutError('provider_timeout', { detail: `The central bank did not take ${row.transaction_id}; nothing was debited. Send the same request again after 5 seconds` });
+  return result;
+}
+
+/**
+ * Applies the rail's acknowledgement of a stage-1 record: returns the record after it, or
+ * 'timeout' when the order was released (failed, resumable by repeating the request).
+ * `emitTimeoutFailure`: when no caller is waiting for the answer (recovery), a timeout is final and
+ * announced with pix.payout.failed.
+ */
+export async function applyPaymentAck(
+  tx: Sql,
+  ctx: AppContext,
+  row: OwnedTransaction,
+  ack: PaymentAck | null,
+  options: { emitTimeoutFailure?: boolean } = {},
+): Promise<OwnedTransaction | 'timeout'> {
+  const now = ctx.clock.now();
+  if (ack === null) return repo.lockTransaction(tx, row.id);
+  if (ack.status === 'timeout') {
+    await lockAccount(tx, row.account_id);
+    const current = await repo.lockTransaction(tx, row.id);
+    if (current.stage !== 1) return current;
+    await releaseReservation(tx, current, 'cash_out_release');
+    const failed = await repo.updateState(
+      tx,
+      current.id,
+      {
+        status: TX_STATUS.failed,
+        payment_status: 'failed',
+        stage: 3,
+        metadata: { failure_code: 'provider_timeout', resumable: !options.emitTimeoutFailure },
+      },
+      now,
+    );
+    if (!options.emitTimeoutFailure) return 'timeout';
+    await emitFor(tx, 'pix.payout.failed', failed, {
+      ...payoutBody(failed),
+      reason_code: 'PROVIDER_TIMEOUT',
+      reason: 'The central bank did not take the order',
+      rejected_at: now.toISOString(),
+    });
+    return failed;
+  }
+  const moved = await repo.markSent(tx, row.id, ack.status === 'queued' ? 'queued' : 'processing', now);
+  if (!moved) return repo.lockTransaction(tx, row.id); // a rail notification (or a concurrent repeat) got there first
+  if (ack.status === 'queued') {
+    await emitFor(tx, 'pix.payout.queued', moved, { ...payoutBody(moved), queued_at: now.toISOString() });
+  } else {
+    await emitFor(tx, 'pix.payout.processing', moved, payoutBody(moved));
+  }
+  return moved;
+}

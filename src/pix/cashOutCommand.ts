@@ -1,0 +1,151 @@
+import { createHash } from 'node:crypto';
+import { EXTERNAL_ID, EXTERNAL_ID_MESSAGE } from './externalId.js';
+import type { FieldMap } from '../http/errors.js';
+import { BrCodeError, decodeBrCode } from '../lib/brcode.js';
+import { canonicalize } from '../lib/canonicalJson.js';
+import { cashOutBadRequest, cashOutError } from './cashOutErrors.js';
+import { detectPixKeyType, normalizePixKey, PIX_KEY_TYPES, type PixKeyType } from './keys.js';
+
+/** A cash-out request, validated and normalized. */
+export interface CashOutCommand {
+  amountCents: number;
+  /** The receiver's key in the directory's canonical form, and its type. */
+  key: string;
+  keyType: PixKeyType;
+  /** The BR Code paid, when the request sent `emv` instead of `pix_key`. */
+  emv: string | null;
+  /** The charge id (txid) the BR Code carries, forwarded to the receiver. */
+  txid: string | null;
+  description: string | null;
+  externalId: string | null;
+  /** Digest of what the command asks for (not its external_id): a repeat must match it. */
+  fingerprint: string;
+}
+
+const FIELDS = new Set(['amount', 'pix_key', 'pix_key_type', 'emv', 'description', 'external_id']);
+const MAX_CENTS = Math.floor(Number.MAX_SAFE_INTEGER / 100);
+export const DESCRIPTION_MAX = 140;
+
+/**
+ * Validates the body of POST /pix/cash-out in this order: shape and field types (400 with a field
+ * map), amount (`invalid_amount`), then the key or BR Code (`pix_key_ambiguous`, 422 `Invalid PIX
+ * key format`, 422 `Invalid EMV payload: …`). Unknown fields are refused.
+ */
+export function parseCashOut(body: unknown): CashOutCommand {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw cashOutBadRequest({ body: ['must be a JSON object'] });
+  const b = body as Record<string, unknown>;
+  const fields: FieldMap = {};
+  const add = (field: string, message: string) => (fields[field] ??= []).push(message);
+  for (const key of Object.keys(b)) if (!FIELDS.has(key)) add(key, 'is not a permitted field');
+
+  const present = (k: string) => b[k] !== undefined && b[k] !== null;
+  const str = (k: string): string | null => {
+    if (!present(k)) return null;
+    if (typeof b[k] !== 'string') {
+      add(k, 'must be a string');
+      return null;
+    }
+    return b[k] as string;
+  };
+  const pixKey = str('pix_key');
+  const emv = str('emv');
+  const description = str('description');
+  const externalRaw = str('external_id');
+  const keyTypeRaw = str('pix_key_type');
+
+  if (!present('pix_key') && !present('emv')) add('pix_key', 'is required');
+  if (present('pix_key') && present('emv')) add('emv', 'must not be sent together with pix_key');
+  if (!present('amount') && !present('emv')) add('amount', 'is required');
+  if (keyTypeRaw !== null && !(PIX_KEY_TYPES as readonly string[]).includes(keyTypeRaw)) add('pix_key_type', `must be one of: ${PIX_KEY_TYPES.join(', ')}`);
+  if (description !== null && [...description].length > DESCRIPTION_MAX) add('description', `is too long (maximum is ${DESCRIPTION_MAX} characters)`);
+  let externalId: string | null = null;
+  if (externalRaw !== null) {
+    externalId = externalRaw.trim();
+    if (!EXTERNAL_ID.test(externalId)) add('external_id', EXTERNAL_ID_MESSAGE);
+  }
+  if (Object.keys(fields).length > 0) throw cashOutBadRequest(fields);
+
+  let amountCents: number | null = null;
+  if (present('amount')) {
+    const a = b.amount;
+    if (typeof a !== 'number' || !Number.isSafeInteger(a) || a <= 0 || a > MAX_CENTS) {
+      throw cashOutError('invalid_amount', { detail: `amount must be an integer number of cents greater than 0, got ${JSON.stringify(a)}` });
+    }
+    amountCents = a;
+  }
+
+  let key: string;
+  let keyType: PixKeyType;
+  let txid: string | null = null;
+  if (emv !== null) {
+    const decoded = decodeEmv(emv);
+    if (decoded.amountCents !== null) {
+      if (amountCents !== null && amountCents !== decoded.amountCents) {
+        throw cashOutError('unprocessable_entity', {
+          message: 'amount differs from the amount of the EMV payload',
+          detail: `amount is ${amountCents} cents but the EMV payload asks for ${decoded.amountCents}`,
+        });
+      }
+      amountCents = decoded.amountCents;
+    }
+    if (amountCents === null) throw cashOutBadRequest({ amount: ['is required when the EMV payload has no amount'] });
+    ({ key, keyType } = decoded);
+    txid = decoded.txid;
+  } else {
+    ({ key, keyType } = resolveKey(pixKey!, keyTypeRaw as PixKeyType | null));
+  }
+
+  const command = { amountCents: amountCents!, key, keyType, emv: emv?.trim() ?? null, txid, description };
+  return { ...command, externalId, fingerprint: fingerprint(command) };
+}
+
+/** The canonical key and its type from `pix_key` and optional `pix_key_type`. */
+export function resolveKey(raw: string, declared: PixKeyType | null): { key: string; keyType: PixKeyType } {
+  let keyType = declared;
+  if (keyType === null) {
+    const detected = detectPixKeyType(raw);
+    if ('ambiguous' in detected) {
+      throw cashOutError('pix_key_ambiguous', { detail: `pix_key ${raw.trim()} has 11 digits: send pix_key_type "cpf" or "phone"` });
+    }
+    if ('invalid' in detected) throw invalidKey(`pix_key is not a CPF, CNPJ, e-mail, phone (+55…) or random (EVP) key`);
+    keyType = detected.type;
+  }
+  const key = normalizePixKey(keyType, raw);
+  if (key === null) throw invalidKey(`pix_key is not a valid ${keyType} key`);
+  return { key, keyType };
+}
+
+function invalidKey(detail: string) {
+  return cashOutError('unprocessable_entity', { message: 'Invalid PIX key format', detail });
+}
+
+/** Reads a BR Code: CRC and structure, a static key (dynamic codes are refused), amount, txid. */
+function decodeEmv(emv: string): { key: string; keyType: PixKeyType; amountCents: number | null; txid: string | null } {
+  let decoded;
+  try {
+    decoded = decodeBrCode(emv);
+  } catch (err) {
+    if (err instanceof BrCodeError) {
+      throw cashOutError('unprocessable_entity', { message: `Invalid EMV payload: ${err.message}`, detail: `The emv field is not a valid BR Code: ${err.message}` });
+    }
+    throw err;
+  }
+  if (decoded.key === null) {
+    throw cashOutError('unprocessable_entity', {
+      message: 'Invalid EMV payload: dynamic BR Codes (location URL) are not supported',
+      detail: 'The BR Code carries a location URL instead of a PIX key; pay it with the key instead',
+    });
+  }
+  // Inside a BR Code a phone key is written in E.164 (+55…), so 11 digits are a CPF.
+  const keyType: PixKeyType = /^\d{11}$/.test(decoded.key) ? 'cpf' : resolveKey(decoded.key, null).keyType;
+  const key = normalizePixKey(keyType, decoded.key);
+  if (key === null) throw invalidKey(`the EMV payload's key is not a valid ${keyType} key`);
+  return { key, keyType, amountCents: decoded.amountCents, txid: decoded.txid };
+}
+
+function fingerprint(c: Omit<CashOutCommand, 'fingerprint' | 'externalId'>): string {
+  const text = canonicalize(
+    JSON.stringify({ amount: c.amountCents, key: c.key, key_type: c.keyType, emv: c.emv, description: c.description }),
+  );
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}

@@ -1,0 +1,170 @@
+import type { AppContext } from '../context.js';
+import type { Sql } from '../db/db.js';
+import { INSTITUTION_BOOK, lockAccount, post, type Posting } from '../ledger/ledger.js';
+import { bankName } from '../lib/banks.js';
+import { newTransactionId, TX_PREFIX } from '../lib/ids.js';
+import type { RailNotification } from '../rail/rail.js';
+import { insertTransaction, TX_STATUS } from '../transactions/repository.js';
+import { releaseReservation } from './cashOut.js';
+import { emitFor, payoutBody } from './events.js';
+import * as repo from './repository.js';
+import type { OwnedTransaction } from './repository.js';
+
+/**
+ * What happens to a cash-out after the rail took it: the rail's notifications applied to the
+ * record, each in the handler's transaction (state, ledger entries, outbox event together).
+ * Every function is idempotent: a record already past the state a notification reports is left
+ * alone.
+ *
+ *   payment.accepted  queued -> processing            pix.payout.processing
+ *   payment.held      (stays processing)              pix.payout.held
+ *   payment.settled   -> settled: pending -> central bank + fees          pix.payout.confirmed
+ *   payment.rejected  -> rejected: pending -> available                   pix.payout.failed
+ *   payment.returned  credit from the central bank, a `payout_return` record  pix.payout.returned
+ *   payment.return_rejected  nothing moves                                pix.payout.return.failed
+ */
+
+type Of<K extends RailNotification['kind']> = Extract<RailNotification, { kind: K }>;
+
+/** The cash-out with this end-to-end id, locked (its account first, when money moves). */
+async function lockPayout(tx: Sql, ctx: AppContext, endToEndId: string, withAccount: boolean): Promise<OwnedTransaction | null> {
+  const found = await repo.findByEndToEndId(tx, endToEndId);
+  if (!found || found.kind !== 'cash_out') {
+    ctx.log.warn({ end_to_end_id: endToEndId }, 'rail notification for an unknown payout ignored');
+    return null;
+  }
+  if (withAccount) await lockAccount(tx, found.account_id);
+  return repo.lockTransaction(tx, found.id);
+}
+
+/** A notification that overtook the acknowledgement of the order: the order was accepted first. */
+async function announceAcceptance(tx: Sql, row: OwnedTransaction): Promise<void> {
+  if (row.stage === 1) await emitFor(tx, 'pix.payout.processing', row, payoutBody(row));
+}
+
+export async function onPaymentAccepted(tx: Sql, ctx: AppContext, n: Of<'payment.accepted'>): Promise<void> {
+  const row = await lockPayout(tx, ctx, n.endToEndId, false);
+  if (!row || row.stage === 3 || (row.stage === 2 && row.payment_status !== 'queued')) return;
+  // Only a protection-queued order is released: if its acknowledgement was never recorded (stage 1),
+  // it was queued first.
+  if (row.stage === 1) await emitFor(tx, 'pix.payout.queued', row, { ...payoutBody(row), queued_at: n.at.toISOString() });
+  const moved = await repo.updateState(tx, row.id, { payment_status: 'processing', stage: 2 }, ctx.clock.now());
+  await emitFor(tx, 'pix.payout.processing', moved, payoutBody(moved));
+}
+
+export async function onPaymentHeld(tx: Sql, ctx: AppContext, n: Of<'payment.held'>): Promise<void> {
+  const row = await lockPayout(tx, ctx, n.endToEndId, false);
+  if (!row || row.stage === 3 || row.metadata.held_at) return;
+  await announceAcceptance(tx, row);
+  const now = ctx.clock.now();
+  const held = await repo.updateState(tx, row.id, { stage: 2, payment_status: 'processing', metadata: { held_at: now.toISOString() } }, now);
+  await emitFor(tx, 'pix.payout.held', held, { ...payoutBody(held), held_at: now.toISOString() });
+}
+
+export async function onPaymentSettled(tx: Sql, ctx: AppContext, n: Of<'payment.settled'>): Promise<void> {
+  const row = await lockPayout(tx, ctx, n.endToEndId, true);
+  if (!row || row.stage === 3) return;
+  await announceAcceptance(tx, row);
+  const postings: Posting[] = [
+    { book: { accountId: row.account_id, book: 'pending' }, amount: -(row.amount + row.fee_amount) },
+    { book: INSTITUTION_BOOK.centralBank, amount: row.amount },
+  ];
+  if (row.fee_amount > 0) postings.push({ book: INSTITUTION_BOOK.fees, amount: row.fee_amount });
+  await post(tx, { kind: 'cash_out_settle', reference: row.transaction_id, postings });
+  const settled = await repo.updateState(
+    tx,
+    row.id,
+    { status: TX_STATUS.completed, payment_status: 'settled', stage: 3, completed_at: n.settledAt },
+    ctx.clock.now(),
+  );
+  await emitFor(tx, 'pix.payout.confirmed', settled, { ...payoutBody(settled), settled_at: n.settledAt.toISOString() });
+}
+
+export async function onPaymentRejected(tx: Sql, ctx: AppContext, n: Of<'payment.rejected'>): Promise<void> {
+  const row = await lockPayout(tx, ctx, n.endToEndId, true);
+  if (!row || row.stage === 3) return;
+  await announceAcceptance(tx, row);
+  await releaseReservation(tx, row, 'cash_out_reverse');
+  const now = ctx.clock.now();
+  const rejected = await repo.updateState(
+    tx,
+    row.id,
+    { status: TX_STATUS.rejected, payment_status: 'rejected', stage: 3, metadata: { reason_code: n.reasonCode, reason: n.reason, rejected_at: now.toISOString() } },
+    now,
+  );
+  await emitFor(tx, 'pix.payout.failed', rejected, {
+    ...payoutBody(rejected),
+    reason_code: n.reasonCode,
+    reason: n.reason,
+    rejected_at: now.toISOString(),
+  });
+}
+
+/** A return of the payout: money coming back (credit), without fee. */
+function returnBody(row: OwnedTransaction, amount: number) {
+  return { ...payoutBody(row), direction: 'credit', amount, fee_amount: 0, net_amount: amount, original_amount: row.amount };
+}
+
+export async function onPaymentReturned(tx: Sql, ctx: AppContext, n: Of<'payment.returned'>): Promise<void> {
+  const row = await lockPayout(tx, ctx, n.endToEndId, true);
+  if (!row || row.payment_status === 'rejected' || (await repo.findByEndToEndId(tx, n.returnEndToEndId))) return;
+  const now = ctx.clock.now();
+  const back = await insertTransaction(tx, {
+    transaction_id: newTransactionId(TX_PREFIX.payoutReturn, now),
+    account_id: row.account_id,
+    kind: 'payout_return',
+    type: 'pix',
+    direction: 'inbound',
+    status: TX_STATUS.completed,
+    stage: 3,
+    end_to_end_id: n.returnEndToEndId,
+    amount: n.amount,
+    description: `Devolução de ${row.transaction_id}: ${n.reason}`,
+    counterparty_name: row.counterparty_name,
+    payer_document: row.recipient_document,
+    payer_ispb: row.recipient_ispb,
+    payer_bank_name: bankName(row.recipient_ispb),
+    original_id: row.id,
+    metadata: { return_code: n.returnCode, original_transaction_id: row.transaction_id },
+    created_at: n.returnedAt,
+    completed_at: n.returnedAt,
+  });
+  await post(tx, {
+    kind: 'payout_return',
+    reference: back.transaction_id,
+    postings: [
+      { book: INSTITUTION_BOOK.centralBank, amount: -n.amount },
+      { book: { accountId: row.account_id, book: 'available' }, amount: n.amount },
+    ],
+  });
+  const total = await repo.returnedTotal(tx, row.id);
+  const updated = await repo.updateState(
+    tx,
+    row.id,
+    { ...(total >= row.amount ? { payment_status: 'returned' } : {}), metadata: { returned_amount: total } },
+    now,
+  );
+  await emitFor(tx, 'pix.payout.returned', updated, {
+    ...returnBody(updated, n.amount),
+    return_transaction_id: back.transaction_id,
+    return_end_to_end_id: n.returnEndToEndId,
+    return_code: n.returnCode,
+    reason: n.reason,
+    total_refunded: total,
+    remaining_refundable: row.amount - total,
+    is_partial: n.amount < row.amount,
+    returned_at: n.returnedAt.toISOString(),
+  });
+}
+
+export async function onPaymentReturnRejected(tx: Sql, ctx: AppContext, n: Of<'payment.return_rejected'>): Promise<void> {
+  const row = await lockPayout(tx, ctx, n.endToEndId, false);
+  if (!row) return;
+  await emitFor(tx, 'pix.payout.return.failed', row, {
+    ...returnBody(row, n.amount),
+    return_end_to_end_id: n.attemptId,
+    reason_code: n.reasonCode,
+    reason: n.reason,
+    rejected_at: ctx.clock.now().toISOString(),
+  });
+}

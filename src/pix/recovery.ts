@@ -1,0 +1,49 @@
+import type { AppContext, BackgroundWorker } from '../context.js';
+import { periodicWorker } from '../lib/periodic.js';
+import { applyPaymentAck, paymentOrder } from './cashOut.js';
+import { applyReturnAck, returnOrder } from './refund.js';
+import * as repo from './repository.js';
+
+/**
+ * The completer: finds cash-outs and refunds accepted here but never acknowledged by the rail
+ * (stage 1 for longer than UNSENT_AFTER_MS — the request died between reserving and recording the
+ * rail's answer, or the rail did not answer) and sends them again. The rail deduplicates on the
+ * end-to-end id, so an order it already has is only acknowledged again. A payment the rail now
+ * refuses with a timeout is released and announced with pix.payout.failed (no caller is waiting).
+ * Also purges rail-inbox ids and limit windows that can no longer matter.
+ */
+export const UNSENT_AFTER_MS = 15_000;
+const INBOX_RETENTION_MS = 7 * 86_400_000;
+const USAGE_RETENTION_MS = 3 * 86_400_000;
+
+export async function recoverUnsent(ctx: AppContext, options: { olderThanMs?: number; limit?: number } = {}): Promise<number> {
+  const now = ctx.clock.now();
+  const rows = await repo.claimUnsent(ctx.db, new Date(now.getTime() - (options.olderThanMs ?? UNSENT_AFTER_MS)), now, options.limit ?? 100);
+  for (const row of rows) {
+    try {
+      if (row.kind === 'cash_out') {
+        const ack = await ctx.rail.sendPayment(paymentOrder(row, ctx.config.institutionIspb));
+        await ctx.db.transaction((tx) => applyPaymentAck(tx, ctx, row, ack, { emitTimeoutFailure: true }));
+      } else if (row.kind === 'refund') {
+        const original = (await repo.findById(ctx.db, row.original_id!))!;
+        const ack = await ctx.rail.sendReturn(returnOrder(row, original));
+        await ctx.db.transaction((tx) => applyReturnAck(tx, ctx, row, ack));
+      }
+      ctx.log.info({ transaction_id: row.transaction_id }, 'unacknowledged order sent to the rail again');
+    } catch (err) {
+      ctx.log.error({ err, transaction_id: row.transaction_id }, 'could not send an unacknowledged order again; will retry');
+    }
+  }
+  return rows.length;
+}
+
+export function pixWorkers(ctx: AppContext): BackgroundWorker[] {
+  return [
+    periodicWorker('pix-recovery', 5_000, ctx.log, () => recoverUnsent(ctx)),
+    periodicWorker('pix-housekeeping', 3_600_000, ctx.log, async () => {
+      const now = ctx.clock.now().getTime();
+      await repo.purgeInbox(ctx.db, new Date(now - INBOX_RETENTION_MS));
+      await repo.purgeUsage(ctx.db, new Date(now - USAGE_RETENTION_MS));
+    }),
+  ];
+}

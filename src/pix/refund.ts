@@ -1,0 +1,229 @@
+import type { AppContext } from '../context.js';
+import type { Sql } from '../db/db.js';
+import { notFound, unprocessable } from '../http/errors.js';
+import { INSTITUTION_BOOK, lockAccount, post } from '../ledger/ledger.js';
+import { isoZ } from '../lib/clock.js';
+import { newEndToEndId, newTransactionId, TX_PREFIX } from '../lib/ids.js';
+import { centsToBaseUnits } from '../lib/money.js';
+import type { RailNotification, ReturnAck, ReturnOrder } from '../rail/rail.js';
+import { insertTransaction, TX_STATUS } from '../transactions/repository.js';
+import { emitFor, refundBody, refundTotalsBody } from './events.js';
+import { movePending } from './postings.js';
+import { assertRefundNotMedTriggered } from './refundMedGuard.js';
+import type { RefundRequest } from './refundRequest.js';
+import * as repo from './repository.js';
+import type { OwnedTransaction } from './repository.js';
+
+/**
+ * POST /pix/refund: returns (part of) a PIX the merchant received. Like a cash-out, three steps:
+ * reserve (lock the account, rules 2 and 3, the `refund` record at stage 1, available -> pending),
+ * rail.sendReturn, record the acknowledgement (202 accepted, or 200 settled when the rail settled it
+ * before answering). The outcome arrives as `return.settled` (pix.refund.completed) or
+ * `return.rejected` (pix.refund.failed with reason_code) — late or invalid codes are accepted here
+ * and rejected by the rail (rule 4).
+ */
+
+export interface RefundResponse {
+  worked: true;
+  transaction_id: string;
+  end_to_end_id: string;
+  original_transaction_id: string;
+  original_end_to_end_id: string | null;
+  amount: number;
+  reason: string;
+  description: string;
+  status: 'accepted' | 'settled';
+  detail: string;
+}
+
+export type RecordRefundAnswer = (tx: Sql, statusCode: number, body: RefundResponse) => Promise<void>;
+
+const NOT_FOUND = 'Transaction not found';
+/** Kinds of record that are a PIX received by the merchant (a paid cash-in charge is one too). */
+const REFUNDABLE_KINDS = new Set(['pix_in', 'charge']);
+
+export async function refund(ctx: AppContext, merchantId: number, req: RefundRequest, record: RecordRefundAnswer) {
+  const original = await repo.findForMerchant(ctx.db, merchantId, req.originalId);
+  if (!original) throw notFound(NOT_FOUND, { worked: true });
+  if (!REFUNDABLE_KINDS.has(original.kind) || original.direction !== 'inbound' || original.status !== TX_STATUS.completed || !original.end_to_end_id) {
+    throw unprocessable('Only a settled PIX received by the account can be refunded', { worked: true });
+  }
+  const amount = req.amountCents === null ? original.amount : centsToBaseUnits(req.amountCents);
+
+  const row = await ctx.db.transaction(async (tx) => {
+    const balances = await lockAccount(tx, original.account_id);
+    await assertRefundNotMedTriggered(tx, original);
+    const totals = await repo.refundTotals(tx, original.id);
+    if (totals.open + amount > original.amount) throw unprocessable('refund amount exceeds the original transaction', { worked: true });
+    if (balances.safe < amount) throw unprocessable('insufficient balance', { worked: true });
+    const now = ctx.clock.now();
+    const inserted = await insertTransaction(tx, {
+      transaction_id: newTransactionId(TX_PREFIX.refund, now),
+      account_id: original.account_id,
+      kind: 'refund',
+      type: 'pix',
+      direction: 'outbound',
+      status: TX_STATUS.pending,
+      payment_status: 'processing',
+      stage: 1,
+      end_to_end_id: newEndToEndId('D', ctx.config.institutionIspb, now),
+      amount,
+      description: req.description,
+      counterparty_name: original.counterparty_name,
+      recipient_document: original.payer_document,
+      recipient_ispb: original.payer_ispb,
+      original_id: original.id,
+      metadata: {
+        return_code: req.returnCode,
+        original_transaction_id: original.transaction_id,
+        original_end_to_end_id: original.end_to_end_id,
+        recipient_bank_name: original.payer_bank_name,
+      },
+      created_at: now,
+    });
+    await movePending(tx, 'reserve', { kind: 'refund_reserve', reference: inserted.transaction_id, accountId: original.account_id, amount });
+    return { ...inserted, merchant_id: original.merchant_id };
+  });
+  return submitRefund(ctx, row, original, record);
+}
+
+export function returnOrder(row: OwnedTransaction, original: Pick<OwnedTransaction, 'end_to_end_id'>): ReturnOrder {
+  return {
+    endToEndId: row.end_to_end_id!,
+    transactionId: row.transaction_id,
+    originalEndToEndId: original.end_to_end_id!,
+    amount: row.amount,
+    returnCode: String(row.metadata.return_code),
+    description: row.description,
+  };
+}
+
+async function submitRefund(ctx: AppContext, row: OwnedTransaction, original: OwnedTransaction, record: RecordRefundAnswer) {
+  let ack: ReturnAck | null = null;
+  try {
+    ack = await ctx.rail.sendReturn(returnOrder(row, original));
+  } catch (err) {
+    ctx.log.error({ err, transaction_id: row.transaction_id }, 'rail did not answer a return order; it will be sent again');
+  }
+  return ctx.db.transaction(async (tx) => {
+    const current = await applyReturnAck(tx, ctx, row, ack);
+    const settled = current.status === TX_STATUS.completed;
+    const body: RefundResponse = {
+      worked: true,
+      transaction_id: current.transaction_id,
+      end_to_end_id: current.end_to_end_id!,
+      original_transaction_id: original.transaction_id,
+      original_end_to_end_id: original.end_to_end_id,
+      amount: current.amount,
+      reason: String(current.metadata.return_code),
+      description: current.description,
+      status: settled ? 'settled' : 'accepted',
+      detail: settled ? 'Refund settled' : 'Refund accepted; the outcome follows as pix.refund.completed or pix.refund.failed',
+    };
+    const statusCode = settled ? 200 : 202;
+    await record(tx, statusCode, body);
+    return { statusCode, body };
+  });
+}
+
+/** Applies the rail's acknowledgement of a stage-1 refund; returns the record after it. */
+export async function applyReturnAck(tx: Sql, ctx: AppContext, row: OwnedTransaction, ack: ReturnAck | null): Promise<OwnedTransaction> {
+  if (ack?.status === 'settled') {
+    await lockAccount(tx, row.account_id);
+    const current = await repo.lockTransaction(tx, row.id);
+    if (current.stage === 3) return current;
+    return settleRefund(tx, ctx, current, ack.settledAt);
+  }
+  if (ack?.status === 'accepted') {
+    const moved = await repo.markSent(tx, row.id, 'processing', ctx.clock.now());
+    if (moved) return moved;
+  }
+  return repo.lockTransaction(tx, row.id);
+}
+
+/** pending -> central bank, settled, pix.refund.completed with the totals of rule 6. */
+async function settleRefund(tx: Sql, ctx: AppContext, row: OwnedTransaction, settledAt: Date): Promise<OwnedTransaction> {
+  await post(tx, {
+    kind: 'refund_settle',
+    reference: row.transaction_id,
+    postings: [
+      { book: { accountId: row.account_id, book: 'pending' }, amount: -row.amount },
+      { book: INSTITUTION_BOOK.centralBank, amount: row.amount },
+    ],
+  });
+  const settled = await repo.updateState(
+    tx,
+    row.id,
+    { status: TX_STATUS.completed, payment_status: 'settled', stage: 3, completed_at: settledAt },
+    ctx.clock.now(),
+  );
+  const original = (await repo.findById(tx, row.original_id!))!;
+  const totals = await repo.refundTotals(tx, original.id);
+  await emitFor(tx, 'pix.refund.completed', settled, {
+    ...refundBody(settled, original),
+    ...refundTotalsBody(original.amount, totals.executed, settled.amount),
+    completed_at: isoZ(settledAt),
+  });
+  return settled;
+}
+
+type Of<K extends RailNotification['kind']> = Extract<RailNotification, { kind: K }>;
+
+async function lockRefund(tx: Sql, ctx: AppContext, endToEndId: string): Promise<OwnedTransaction | null> {
+  const found = await repo.findByEndToEndId(tx, endToEndId);
+  if (!found || found.kind !== 'refund') {
+    ctx.log.warn({ end_to_end_id: endToEndId }, 'rail notification for an unknown refund ignored');
+    return null;
+  }
+  await lockAccount(tx, found.account_id);
+  return repo.lockTransaction(tx, found.id);
+}
+
+export async function onReturnSettled(tx: Sql, ctx: AppContext, n: Of<'return.settled'>): Promise<void> {
+  const row = await lockRefund(tx, ctx, n.endToEndId);
+  if (!row || row.stage === 3) return;
+  await settleRefund(tx, ctx, row, n.settledAt);
+}
+
+/** pending -> available, failed, pix.refund.failed with the rail's reason_code. */
+export async function onReturnRejected(tx: Sql, ctx: AppContext, n: Of<'return.rejected'>): Promise<void> {
+  const row = await lockRefund(tx, ctx, n.endToEndId);
+  if (!row || row.stage === 3) return;
+  await movePending(tx, 'release', { kind: 'refund_reverse', reference: row.transaction_id, accountId: row.account_id, amount: row.amount });
+  const now = ctx.clock.now();
+  const failed = await repo.updateState(
+    tx,
+    row.id,
+    { status: TX_STATUS.failed, payment_status: 'failed', stage: 3, metadata: { reason_code: n.reasonCode, reason: n.reason, failed_at: now.toISOString() } },
+    now,
+  );
+  const original = (await repo.findById(tx, row.original_id!))!;
+  const totals = await repo.refundTotals(tx, original.id);
+  await emitFor(tx, 'pix.refund.failed', failed, {
+    ...refundBody(failed, original),
+    ...refundTotalsBody(original.amount, totals.executed, failed.amount),
+    reason_code: n.reasonCode,
+    failure_reason: n.reason,
+    failed_at: now.toISOString(),
+  });
+}
+
+/** GET /pix/refund/:id: a refund of the merchant by transaction_id, end-to-end id or internal id. */
+export async function getRefund(ctx: AppContext, merchantId: number, id: string) {
+  const row = await repo.findForMerchant(ctx.db, merchantId, id);
+  if (!row || row.kind !== 'refund') throw notFound('Refund not found', { worked: true });
+  const original = (await repo.findById(ctx.db, row.original_id!))!;
+  const totals = await repo.refundTotals(ctx.db, original.id);
+  const meta = row.metadata as { return_code?: string; reason_code?: string; reason?: string };
+  return {
+    worked: true,
+    id: row.id,
+    ...refundBody(row, original),
+    status: row.status === TX_STATUS.completed ? 'settled' : row.status === TX_STATUS.pending ? 'accepted' : 'failed',
+    ...refundTotalsBody(original.amount, totals.executed, row.amount),
+    reason_code: meta.reason_code ?? null,
+    failure_reason: meta.reason ?? null,
+    completed_at: isoZ(row.completed_at),
+    updated_at: isoZ(row.updated_at),
+  };
+}

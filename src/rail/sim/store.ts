@@ -1,0 +1,187 @@
+import type { Sql } from '../../db/db.js';
+import type { PixKeyType } from '../../pix/keys.js';
+
+/** SQL of the simulated central bank (tables `sim_*`). Nothing outside src/rail/ reads them. */
+
+export type SimBehavior = 'settle' | 'reject' | 'hold' | 'timeout';
+export type SimStatus = 'protection' | 'in_flight' | 'held' | 'settled' | 'rejected';
+
+export interface DictRow {
+  key: string;
+  type: PixKeyType;
+  name: string;
+  document: string;
+  ispb: string;
+  bank_name: string | null;
+  account_id: number | null;
+  behavior: SimBehavior;
+  fraud_flagged: boolean;
+}
+
+export interface SimPaymentRow {
+  end_to_end_id: string;
+  kind: 'payment' | 'return';
+  direction: 'outbound' | 'inbound';
+  transaction_id: string | null;
+  original_end_to_end_id: string | null;
+  amount: number;
+  returned_amount: number;
+  payer_name: string | null;
+  payer_document: string | null;
+  payer_ispb: string;
+  payer_account_id: number | null;
+  receiver_key: string | null;
+  receiver_name: string | null;
+  receiver_document: string | null;
+  receiver_ispb: string;
+  receiver_account_id: number | null;
+  behavior: 'settle' | 'reject' | 'hold';
+  status: SimStatus;
+  return_code: string | null;
+  reason_code: string | null;
+  description: string | null;
+  txid: string | null;
+  due_at: Date | null;
+  created_at: Date;
+  resolved_at: Date | null;
+}
+
+export type NewSimPayment = Pick<SimPaymentRow, 'end_to_end_id' | 'kind' | 'direction' | 'amount' | 'payer_ispb' | 'receiver_ispb' | 'status' | 'created_at'> &
+  Partial<Omit<SimPaymentRow, 'returned_amount'>>;
+
+export interface SimNotificationRow {
+  id: number;
+  notification_id: string;
+  subject: string;
+  kind: string;
+  payload: Record<string, unknown>;
+  created_at: Date;
+  attempts: number;
+}
+
+export async function findDictEntry(sql: Sql, key: string): Promise<DictRow | undefined> {
+  const [row] = await sql.query<DictRow>('SELECT * FROM sim_dict_entries WHERE key = $1', [key]);
+  return row;
+}
+
+/** Registers or updates a key of another institution; refuses to touch a key of this institution's accounts. */
+export async function upsertForeignKey(
+  sql: Sql,
+  entry: Omit<DictRow, 'account_id'>,
+): Promise<{ row: DictRow; created: boolean } | 'owned'> {
+  const rows = await sql.query<DictRow & { created: boolean }>(
+    `INSERT INTO sim_dict_entries (key, type, name, document, ispb, bank_name, behavior, fraud_flagged)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+     ON CONFLICT (key) DO UPDATE SET type = EXCLUDED.type, name = EXCLUDED.name, document = EXCLUDED.document,
+       ispb = EXCLUDED.ispb, bank_name = EXCLUDED.bank_name, behavior = EXCLUDED.behavior, fraud_flagged = EXCLUDED.fraud_flagged
+       WHERE sim_dict_entries.account_id IS NULL
+     RETURNING *, (xmax = 0) AS created`,
+    [entry.key, entry.type, entry.name, entry.document, entry.ispb, entry.bank_name, entry.behavior, entry.fraud_flagged],
+  );
+  const row = rows[0];
+  if (!row) return 'owned';
+  const { created, ...rest } = row;
+  return { row: rest, created };
+}
+
+const PAYMENT_COLUMNS = [
+  'end_to_end_id', 'kind', 'direction', 'transaction_id', 'original_end_to_end_id', 'amount', 'payer_name',
+  'payer_document', 'payer_ispb', 'payer_account_id', 'receiver_key', 'receiver_name', 'receiver_document',
+  'receiver_ispb', 'receiver_account_id', 'behavior', 'status', 'return_code', 'reason_code', 'description',
+  'txid', 'due_at', 'created_at', 'resolved_at',
+] as const;
+
+/** Inserts a payment unless its end-to-end id exists; returns the row inserted or the existing one. */
+export async function insertPayment(sql: Sql, p: NewSimPayment): Promise<{ row: SimPaymentRow; inserted: boolean }> {
+  const present = PAYMENT_COLUMNS.filter((c) => p[c] !== undefined);
+  const inserted = await sql.query<SimPaymentRow>(
+    `INSERT INTO sim_payments (${present.join(', ')}) VALUES (${present.map((_, i) => `$${i + 1}`).join(', ')})
+     ON CONFLICT (end_to_end_id) DO NOTHING RETURNING *`,
+    present.map((c) => p[c]),
+  );
+  if (inserted[0]) return { row: inserted[0], inserted: true };
+  return { row: (await findPayment(sql, p.end_to_end_id))!, inserted: false };
+}
+
+export async function findPayment(sql: Sql, endToEndId: string, lock = false): Promise<SimPaymentRow | undefined> {
+  const [row] = await sql.query<SimPaymentRow>(
+    `SELECT * FROM sim_payments WHERE end_to_end_id = $1${lock ? ' FOR UPDATE' : ''}`,
+    [endToEndId],
+  );
+  return row;
+}
+
+export async function findOutboundPaymentByTransactionId(sql: Sql, transactionId: string): Promise<SimPaymentRow | undefined> {
+  const [row] = await sql.query<SimPaymentRow>(
+    `SELECT * FROM sim_payments WHERE transaction_id = $1 AND kind = 'payment' AND direction = 'outbound' FOR UPDATE`,
+    [transactionId],
+  );
+  return row;
+}
+
+export async function updatePayment(
+  sql: Sql,
+  endToEndId: string,
+  change: { status: SimStatus; due_at?: Date | null; resolved_at?: Date | null; reason_code?: string | null },
+): Promise<void> {
+  await sql.query(
+    `UPDATE sim_payments SET status = $2,
+        due_at = CASE WHEN $3::boolean THEN $4::timestamptz ELSE due_at END,
+        resolved_at = COALESCE($5::timestamptz, resolved_at),
+        reason_code = COALESCE($6, reason_code)
+      WHERE end_to_end_id = $1`,
+    [endToEndId, change.status, change.due_at !== undefined, change.due_at ?? null, change.resolved_at ?? null, change.reason_code ?? null],
+  );
+}
+
+export async function addReturned(sql: Sql, endToEndId: string, amount: number): Promise<void> {
+  await sql.query('UPDATE sim_payments SET returned_amount = returned_amount + $2 WHERE end_to_end_id = $1', [endToEndId, amount]);
+}
+
+/** Claims due work (protection waits and settlements) of this instant, locking the rows. */
+export async function claimDuePayments(tx: Sql, now: Date, limit: number): Promise<SimPaymentRow[]> {
+  return tx.query<SimPaymentRow>(
+    `SELECT * FROM sim_payments
+      WHERE status IN ('protection', 'in_flight') AND due_at <= $1
+      ORDER BY due_at, end_to_end_id LIMIT $2
+      FOR UPDATE SKIP LOCKED`,
+    [now, limit],
+  );
+}
+
+export async function enqueueNotification(
+  sql: Sql,
+  n: { notificationId: string; subject: string; kind: string; payload: Record<string, unknown>; createdAt: Date },
+): Promise<void> {
+  await sql.query(
+    `INSERT INTO sim_notifications (notification_id, subject, kind, payload, created_at)
+     VALUES ($1, $2, $3, $4::jsonb, $5) ON CONFLICT (notification_id) DO NOTHING`,
+    [n.notificationId, n.subject, n.kind, JSON.stringify(n.payload), n.createdAt],
+  );
+}
+
+/**
+ * Leases up to `limit` notifications for delivery: the oldest undelivered one of each subject
+ * (a later one waits until the earlier is delivered), skipping rows another process holds.
+ */
+export async function claimNotifications(sql: Sql, now: Date, leaseUntil: Date, limit: number): Promise<SimNotificationRow[]> {
+  return sql.query<SimNotificationRow>(
+    `UPDATE sim_notifications SET locked_until = $2, attempts = attempts + 1
+      WHERE id IN (
+        SELECT n.id FROM sim_notifications n
+         WHERE (n.locked_until IS NULL OR n.locked_until <= $1)
+           AND NOT EXISTS (SELECT 1 FROM sim_notifications p WHERE p.subject = n.subject AND p.id < n.id)
+         ORDER BY n.id LIMIT $3
+         FOR UPDATE SKIP LOCKED)
+      RETURNING id, notification_id, subject, kind, payload, created_at, attempts`,
+    [now, leaseUntil, limit],
+  );
+}
+
+export async function deleteNotification(sql: Sql, id: number): Promise<void> {
+  await sql.query('DELETE FROM sim_notifications WHERE id = $1', [id]);
+}
+
+export async function deferNotification(sql: Sql, id: number, until: Date, error: string): Promise<void> {
+  await sql.query('UPDATE sim_notifications SET locked_until = $2, last_error = $3 WHERE id = $1', [id, until, error.slice(0, 500)]);
+}

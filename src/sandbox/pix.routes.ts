@@ -1,0 +1,124 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { AppContext } from '../context.js';
+import { badRequest, conflict, notFound } from '../http/errors.js';
+import { cents, parseOrThrow } from '../http/validation.js';
+import { isValidDocument } from '../lib/documents.js';
+import { centsToBaseUnits } from '../lib/money.js';
+import * as merchants from '../merchants/repository.js';
+import { normalizePixKey, PIX_KEY_TYPES } from '../pix/keys.js';
+import * as pix from '../pix/repository.js';
+import { SimulatedRail, type SandboxOutcome } from '../rail/simulator.js';
+import { transactionRecord } from '../transactions/views.js';
+
+const ispb = z.string().regex(/^\d{8}$/, 'must be 8 digits');
+const document = z.string().regex(/^(\d{11}|\d{14})$/, 'must be 11 (CPF) or 14 (CNPJ) digits').refine(isValidDocument, 'has invalid check digits');
+
+const dictKey = z.strictObject({
+  key: z.string().min(1).max(77),
+  type: z.enum(PIX_KEY_TYPES),
+  name: z.string().trim().min(1).max(140),
+  document,
+  ispb,
+  bank_name: z.string().trim().min(1).max(140).optional(),
+  behavior: z.enum(['settle', 'reject', 'hold', 'timeout']).optional(),
+  fraud_flagged: z.boolean().optional(),
+});
+const transactionIdParam = z.strictObject({ transaction_id: z.string().min(1).max(64) });
+const returnBody = z.strictObject({ amount: cents.optional() }).optional();
+const inbound = z.strictObject({
+  account_id: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
+  amount: cents,
+  payer_name: z.string().trim().min(1).max(140).optional(),
+  payer_document: document.optional(),
+  payer_ispb: ispb.optional(),
+  description: z.string().max(140).optional(),
+});
+
+function unwrap<T>(outcome: SandboxOutcome<T>): T {
+  if (outcome.ok) return outcome.value;
+  throw outcome.reason === 'not_found' ? notFound(outcome.detail) : conflict(outcome.detail);
+}
+
+/**
+ * Rail simulator controls of contract section 4: the directory of other institutions, decisions on
+ * payouts, returns by receivers and incoming PIX. Each call answers after the service applied its
+ * effect (the simulator delivers the resulting notification before answering).
+ */
+export async function pixSandboxRoutes(app: FastifyInstance, ctx: AppContext) {
+  const sim = ctx.rail;
+  if (!(sim instanceof SimulatedRail)) return;
+
+  const payoutView = async (transactionId: string) => {
+    const [row] = await ctx.db.query<pix.OwnedTransaction>('SELECT * FROM transactions WHERE transaction_id = $1', [transactionId]);
+    return transactionRecord(row!);
+  };
+
+  app.post('/dict/keys', async (req, reply) => {
+    const body = parseOrThrow(dictKey, req.body);
+    const key = normalizePixKey(body.type, body.key);
+    if (key === null) throw badRequest({ key: [`is not a valid ${body.type} key`] });
+    const { row, created } = unwrap(
+      await sim.registerForeignKey({
+        key,
+        type: body.type,
+        name: body.name,
+        document: body.document,
+        ispb: body.ispb,
+        bankName: body.bank_name ?? null,
+        behavior: body.behavior ?? 'settle',
+        fraudFlagged: body.fraud_flagged ?? false,
+      }),
+    );
+    return reply.code(created ? 201 : 200).send({
+      key: row.key,
+      type: row.type,
+      name: row.name,
+      document: row.document,
+      ispb: row.ispb,
+      bank_name: row.bank_name,
+      behavior: row.behavior,
+      fraud_flagged: row.fraud_flagged,
+    });
+  });
+
+  for (const decision of ['settle', 'reject'] as const) {
+    app.post(`/payouts/:transaction_id/${decision}`, async (req) => {
+      const { transaction_id } = parseOrThrow(transactionIdParam, req.params);
+      unwrap(await sim.decidePayment(transaction_id, decision));
+      return payoutView(transaction_id);
+    });
+  }
+
+  app.post('/payouts/:transaction_id/return', async (req, reply) => {
+    const { transaction_id } = parseOrThrow(transactionIdParam, req.params);
+    const body = parseOrThrow(returnBody, req.body ?? undefined);
+    const amount = body?.amount === undefined ? undefined : centsToBaseUnits(body.amount);
+    const result = unwrap(await sim.returnPayment(transaction_id, amount));
+    const payout = await payoutView(transaction_id);
+    if (!result.returned) {
+      return reply.code(200).send({ returned: false, end_to_end_id: result.endToEndId, detail: 'The central bank refused the return: the amount exceeds what remains of the payout', payout });
+    }
+    const [back] = await ctx.db.query<{ transaction_id: string; amount: number }>(
+      'SELECT transaction_id, amount FROM transactions WHERE end_to_end_id = $1',
+      [result.endToEndId],
+    );
+    return reply.code(201).send({ returned: true, transaction_id: back?.transaction_id ?? null, end_to_end_id: result.endToEndId, amount: back?.amount ?? amount ?? null, payout });
+  });
+
+  app.post('/pix/inbound', async (req, reply) => {
+    const body = parseOrThrow(inbound, req.body);
+    if (!(await merchants.findAccount(ctx.db, body.account_id))) throw badRequest({ account_id: ['does not exist'] });
+    const endToEndId = await sim.simulateInboundPayment({
+      accountId: body.account_id,
+      amount: centsToBaseUnits(body.amount),
+      payerName: body.payer_name,
+      payerDocument: body.payer_document,
+      payerIspb: body.payer_ispb,
+      description: body.description,
+    });
+    const row = await pix.findByEndToEndId(ctx.db, endToEndId);
+    if (!row) throw new Error(`inbound payment ${endToEndId} was not credited in time`);
+    return reply.code(201).send({ transaction_id: row.transaction_id, end_to_end_id: row.end_to_end_id, amount: row.amount });
+  });
+}

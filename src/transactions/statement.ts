@@ -1,0 +1,133 @@
+import type { AppContext } from '../context.js';
+import { badRequest, notFound, unprocessable, type FieldMap } from '../http/errors.js';
+import * as merchants from '../merchants/repository.js';
+import {
+  findInAccount,
+  listStatement,
+  listTransactions,
+  STATEMENT_FILTERS,
+  TRANSACTION_TYPES,
+  TX_STATUS,
+  type ListQuery,
+  type LookupKey,
+} from './repository.js';
+import { receipt, statementItem, transactionRecord } from './views.js';
+
+/**
+ * GET /statement, GET /transactions, the four lookups and the receipt. Statement and list errors
+ * are 400 with `worked: false` beside `errors` (the spec's statement business errors carry it).
+ */
+export const PER_PAGE_DEFAULT = 20;
+export const PER_PAGE_MAX = 100;
+const PAGE_MAX = 1_000_000;
+const DAY_MS = 86_400_000;
+
+export interface ListParams {
+  page: number;
+  perPage: number;
+  query: Omit<ListQuery, 'accountId' | 'limit' | 'offset'>;
+}
+
+/**
+ * Reads the query string: page (>= 1, default 1), per_page (1 to 100, default 20; above 100 is a
+ * 400, not clamped), status, type, date_from and date_to (`YYYY-MM-DD`, UTC: from 00:00:00Z, to
+ * 23:59:59Z inclusive). Unknown parameters are ignored.
+ */
+export function parseListParams(raw: unknown): ListParams {
+  const q = (raw ?? {}) as Record<string, unknown>;
+  const fields: FieldMap = {};
+  const add = (f: string, m: string) => (fields[f] ??= []).push(m);
+  const int = (name: string, min: number, max: number, fallback: number): number => {
+    const v = q[name];
+    if (v === undefined || v === '') return fallback;
+    if (typeof v !== 'string' || !/^\d{1,9}$/.test(v)) {
+      add(name, 'must be an integer');
+      return fallback;
+    }
+    const n = Number(v);
+    if (n < min) add(name, `must be greater than or equal to ${min}`);
+    if (n > max) add(name, `must be less than or equal to ${max}`);
+    return n;
+  };
+  const oneOf = <T extends string>(name: string, values: readonly T[]): T | undefined => {
+    const v = q[name];
+    if (v === undefined || v === '') return undefined;
+    if (typeof v !== 'string' || !(values as readonly string[]).includes(v)) {
+      add(name, `must be one of: ${values.join(', ')}`);
+      return undefined;
+    }
+    return v as T;
+  };
+  const date = (name: string): Date | undefined => {
+    const v = q[name];
+    if (v === undefined || v === '') return undefined;
+    const d = typeof v === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(v) ? new Date(`${v}T00:00:00Z`) : null;
+    if (!d || Number.isNaN(d.getTime()) || d.toISOString().slice(0, 10) !== v) {
+      add(name, 'must be a date YYYY-MM-DD');
+      return undefined;
+    }
+    return d;
+  };
+  const page = int('page', 1, PAGE_MAX, 1);
+  const perPage = int('per_page', 1, PER_PAGE_MAX, PER_PAGE_DEFAULT);
+  const status = oneOf('status', STATEMENT_FILTERS);
+  const type = oneOf('type', TRANSACTION_TYPES);
+  const from = date('date_from');
+  const to = date('date_to');
+  if (from && to && to < from) add('date_to', 'must not be before date_from');
+  if (Object.keys(fields).length > 0) throw badRequest(fields, { worked: true });
+  return { page, perPage, query: { status, type, from, before: to ? new Date(to.getTime() + DAY_MS) : undefined } };
+}
+
+/**
+ * The statement: `per_page` records newest first; page 1 also merges the account's outbound PIX in
+ * flight (stage below 3, up to per_page of them, newest first, ahead of the page) when no status
+ * filter is given or it is `processing`.
+ */
+export async function statement(ctx: AppContext, accountId: number, p: ListParams) {
+  const q: ListQuery = { accountId, ...p.query, limit: p.perPage, offset: (p.page - 1) * p.perPage };
+  const merge = p.page === 1 && (q.status === undefined || q.status === 'processing');
+  const rows = await listStatement(ctx.db, q, merge);
+  return {
+    worked: true,
+    data: rows.map((r) => statementItem(r, r.merged)),
+    page: p.page,
+    per_page: p.perPage,
+  };
+}
+
+/** GET /transactions: the same parameters and envelope; records as the lookups show them. */
+export async function transactionList(ctx: AppContext, accountId: number, p: ListParams) {
+  const rows = await listTransactions(ctx.db, { accountId, ...p.query, limit: p.perPage, offset: (p.page - 1) * p.perPage });
+  return { worked: true, data: rows.map(transactionRecord), page: p.page, per_page: p.perPage };
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const NOT_FOUND = 'Transaction not found';
+
+async function find(ctx: AppContext, accountId: number, key: LookupKey | 'any_id', value: string) {
+  if (value.length > 256) return undefined;
+  if (key !== 'any_id') return findInAccount(ctx.db, accountId, key, value);
+  return UUID.test(value) ? findInAccount(ctx.db, accountId, 'id', value.toLowerCase()) : findInAccount(ctx.db, accountId, 'transaction_id', value);
+}
+
+/** A lookup: 200 `{worked: true, ...record}` or 404 `{errors: {not_found: 'Transaction not found'}}`. */
+export async function lookup(ctx: AppContext, accountId: number, key: LookupKey | 'any_id', value: string) {
+  const row = await find(ctx, accountId, key, value);
+  if (!row) throw notFound(NOT_FOUND);
+  return { worked: true, ...transactionRecord(row) };
+}
+
+/** The receipt of a settled PIX; a clear 422 before settlement (or when there will be none). */
+export async function transactionReceipt(ctx: AppContext, accountId: number, id: string) {
+  const row = await find(ctx, accountId, 'any_id', id);
+  if (!row) throw notFound(NOT_FOUND);
+  if (row.type !== 'pix') throw unprocessable('Receipts exist for PIX transactions only');
+  if (row.status === TX_STATUS.pending || row.stage < 3) {
+    throw unprocessable('The receipt is available after settlement; the transaction is still being processed');
+  }
+  if (row.status !== TX_STATUS.completed || !row.completed_at) throw unprocessable('The transaction was not settled, so it has no receipt');
+  const account = (await merchants.findAccount(ctx.db, row.account_id))!;
+  const merchant = (await merchants.findMerchant(ctx.db, account.merchant_id))!;
+  return receipt(row, merchant, { ispb: ctx.config.institutionIspb, name: ctx.institutionName });
+}
