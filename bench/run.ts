@@ -1,6 +1,7 @@
 /**
  * npm run bench — signed cash-outs against pixgate on PostgreSQL and Redis; prints requests/s and
- * latency percentiles for many accounts and for one hot account. Figures only, no pass/fail.
+ * latency percentiles for many accounts and for one hot account, then the request pipeline alone
+ * (GET /balance, signed POST /cpf/validate with v1 and with v2). Figures only, no pass/fail.
  *
  * By default it starts a server (src/main.ts through tsx) on a fresh schema of the PostgreSQL
  * database and the Redis below, and drops the schema afterwards. To target a running server
@@ -22,7 +23,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { Pool } from 'undici';
-import { signV1 } from '../src/auth/hmac.js';
+import { signV1, signV2 } from '../src/auth/hmac.js';
 import { canonicalize } from '../src/lib/canonicalJson.js';
 import { packageRoot } from '../src/lib/paths.js';
 
@@ -145,7 +146,7 @@ async function merchant(t: Target): Promise<Merchant> {
   const k = await call(t, 'admin', 'POST', '/api-keys', {
     merchant_id: m.merchant_id,
     account_id: m.account_id,
-    permissions: ['transfer:write', 'transfer:read'],
+    permissions: ['transfer:write', 'transfer:read', 'account:read'],
     ip_whitelist: ['127.0.0.1', '::1'],
   });
   return { accountId: m.account_id, clientId: k.client_id, secret: k.client_secret };
@@ -158,29 +159,24 @@ interface RunResult {
   latenciesMs: number[];
 }
 
-async function run(pool: Pool, merchants: Merchant[], pixKey: string, seconds: number): Promise<RunResult> {
+interface BenchRequest {
+  path: string;
+  method: 'GET' | 'POST';
+  headers: Record<string, string>;
+  body?: string;
+}
+
+/** Runs CONCURRENCY loops for `seconds`, each sending `next()` until time is up. */
+async function run(pool: Pool, seconds: number, next: () => BenchRequest): Promise<RunResult> {
   const latencies: number[] = [];
   const statuses: Record<string, number> = {};
-  let seq = 0;
   const started = performance.now();
   const until = started + seconds * 1000;
-  const runId = randomBytes(4).toString('hex');
   const worker = async () => {
     while (performance.now() < until) {
-      const m = merchants[seq % merchants.length]!;
-      const n = seq++;
-      const text = JSON.stringify({ amount: 1 + (n % 50), external_id: `b-${runId}-${n}`, pix_key: pixKey });
+      const req = next();
       const t0 = performance.now();
-      const res = await pool.request({
-        path: '/api/external/pix/cash-out',
-        method: 'POST',
-        headers: {
-          authorization: `ApiKey ${m.clientId}:${m.secret}`,
-          'content-type': 'application/json',
-          hmac: signV1(m.secret, canonicalize(text)),
-        },
-        body: text,
-      });
+      const res = await pool.request(req);
       await res.body.dump();
       latencies.push(performance.now() - t0);
       statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1;
@@ -188,6 +184,56 @@ async function run(pool: Pool, merchants: Merchant[], pixKey: string, seconds: n
   };
   await Promise.all(Array.from({ length: CONCURRENCY }, worker));
   return { requests: latencies.length, seconds: (performance.now() - started) / 1000, statuses, latenciesMs: latencies };
+}
+
+const auth = (m: Merchant) => `ApiKey ${m.clientId}:${m.secret}`;
+
+/** A signed cash-out of 1 to 50 cents, round robin over `merchants`. */
+function cashOuts(merchants: Merchant[], pixKey: string) {
+  const runId = randomBytes(4).toString('hex');
+  let seq = 0; // never repeats across warm-up and measured runs: every cash-out is a new order
+  return (): BenchRequest => {
+    const n = seq++;
+    const m = merchants[n % merchants.length]!;
+    const text = JSON.stringify({ amount: 1 + (n % 50), external_id: `b-${runId}-${n}`, pix_key: pixKey });
+    return {
+      path: '/api/external/pix/cash-out',
+      method: 'POST',
+      headers: { authorization: auth(m), 'content-type': 'application/json', hmac: signV1(m.secret, canonicalize(text)) },
+      body: text,
+    };
+  };
+}
+
+/** The request pipeline alone: GET /balance (stages 1-4, 7) and a signed POST /cpf/validate (all 8). */
+function balances(m: Merchant) {
+  return (): BenchRequest => ({ path: '/api/external/balance', method: 'GET', headers: { authorization: auth(m) } });
+}
+
+function cpfValidations(m: Merchant, version: 1 | 2) {
+  const text = JSON.stringify({ cpf: '529.982.247-25' });
+  const canonical = canonicalize(text);
+  const runId = randomBytes(6).toString('hex');
+  let seq = 0; // fresh nonce and Idempotency-Key for every request
+  return (): BenchRequest => {
+    const n = seq++;
+    const headers: Record<string, string> = { authorization: auth(m), 'content-type': 'application/json' };
+    if (version === 1) {
+      headers.hmac = signV1(m.secret, canonical);
+    } else {
+      const timestamp = String(Math.floor(Date.now() / 1000));
+      const nonce = `${runId}-${n}-nonce`;
+      const idempotencyKey = `bench-${runId}-${n}`;
+      Object.assign(headers, {
+        'x-signature-version': '2',
+        'x-request-timestamp': timestamp,
+        'x-request-nonce': nonce,
+        'idempotency-key': idempotencyKey,
+        hmac: signV2(m.secret, { timestamp, nonce, method: 'POST', path: '/api/external/cpf/validate', idempotencyKey, canonicalBody: canonical }),
+      });
+    }
+    return { path: '/api/external/cpf/validate', method: 'POST', headers, body: text };
+  };
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -219,11 +265,18 @@ async function main() {
     const many = await Promise.all(Array.from({ length: ACCOUNTS }, () => merchant(t)));
     const hot = [await merchant(t)];
     const pool = new Pool(t.url, { connections: CONCURRENCY, pipelining: 1 });
+    const scenarios: [string, () => BenchRequest][] = [
+      [`cash-out, many accounts (${ACCOUNTS}, round robin)`, cashOuts(many, pixKey)],
+      ['cash-out, one hot account', cashOuts(hot, pixKey)],
+      ['pipeline only: GET /balance (credentials, whitelist, permission)', balances(many[0]!)],
+      ['pipeline only: POST /cpf/validate signed v1 (all eight stages)', cpfValidations(many[0]!, 1)],
+      ['pipeline only: POST /cpf/validate signed v2 + Idempotency-Key (nonce in Redis, idempotency record)', cpfValidations(many[0]!, 2)],
+    ];
     try {
-      await run(pool, many, pixKey, WARMUP_SECONDS);
-      report(`many accounts (${ACCOUNTS}, round robin)`, await run(pool, many, pixKey, SECONDS));
-      await run(pool, hot, pixKey, WARMUP_SECONDS);
-      report('one hot account', await run(pool, hot, pixKey, SECONDS));
+      for (const [name, next] of scenarios) {
+        await run(pool, WARMUP_SECONDS, next);
+        report(name, await run(pool, SECONDS, next));
+      }
     } finally {
       await pool.close();
     }

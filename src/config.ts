@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { isIPv6 } from 'node:net';
 import { parseIpRule, type IpRule } from './lib/ip.js';
 
 /** Runtime environment. Decides signature versions, boleto limit multipliers, sandbox and demo seeding. */
@@ -20,6 +21,10 @@ export interface Config {
   trustedProxies: IpRule[];
   /** Lower-cased `host` or `host:port` entries exempt from the private-destination rule of webhooks. */
   webhookAllowedHosts: string[];
+  /** Deadline of one webhook delivery attempt (connect, send, response headers and body). */
+  webhookTimeoutMs: number;
+  /** Waits before each retry of a failed delivery; its length is the number of retries. */
+  webhookRetryScheduleMs: number[];
   simSettlementMs: number;
   simProtectionMs: number;
   /** Seed of the rail simulator's random draws (SIM_SEED); random when unset, logged at start. */
@@ -55,6 +60,36 @@ function readList(env: Env, name: string): string[] {
     .split(',')
     .map((s) => s.trim())
     .filter((s) => s !== '');
+}
+
+/** A host or host:port that URL parsing accepts (IPv6 bare or in brackets). */
+function isHostEntry(entry: string): boolean {
+  try {
+    new URL(`http://${isIPv6(entry) ? `[${entry}]` : entry}`);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Default waits between webhook delivery attempts: 11 attempts over about 23.7 hours. */
+export const DEFAULT_WEBHOOK_RETRY_SCHEDULE = '5s,30s,2m,10m,30m,1h,2h,4h,8h,8h';
+
+const DURATION_UNITS_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const;
+
+/** Comma-separated durations (`500ms`, `5s`, `2m`, `8h`), each at most 24 h, at most 30 of them. */
+function readDurations(env: Env, name: string, fallback: string): number[] {
+  const raw = nonEmpty(env, name) ?? fallback;
+  const items = raw.split(',').map((s) => s.trim());
+  if (items.length > 30) throw new ConfigError(`${name} has ${items.length} entries; at most 30`);
+  return items.map((item) => {
+    const m = /^(\d{1,9})(ms|s|m|h)$/.exec(item);
+    const ms = m ? Number(m[1]) * DURATION_UNITS_MS[m[2] as keyof typeof DURATION_UNITS_MS] : NaN;
+    if (!(ms <= 86_400_000)) {
+      throw new ConfigError(`${name} entry "${item}" is not a duration of at most 24h such as 500ms, 5s, 2m or 1h`);
+    }
+    return ms;
+  });
 }
 
 function nonEmpty(env: Env, name: string): string | undefined {
@@ -107,11 +142,12 @@ export function parseConfig(env: Env = process.env): Config {
   });
 
   const webhookAllowedHosts = readList(env, 'WEBHOOK_ALLOWED_HOSTS').map((entry) => {
-    if (!/^[a-z0-9.\-_[\]:]+$/i.test(entry)) {
+    if (!/^[a-z0-9.\-_[\]:]+$/i.test(entry) || !isHostEntry(entry)) {
       throw new ConfigError(`WEBHOOK_ALLOWED_HOSTS entry "${entry}" is not a host or host:port`);
     }
     return entry.toLowerCase();
   });
+  const webhookRetryScheduleMs = readDurations(env, 'WEBHOOK_RETRY_SCHEDULE', DEFAULT_WEBHOOK_RETRY_SCHEDULE);
 
   const institutionIspb = nonEmpty(env, 'INSTITUTION_ISPB') ?? '99999999';
   if (!/^\d{8}$/.test(institutionIspb)) throw new ConfigError('INSTITUTION_ISPB must be exactly 8 digits');
@@ -155,6 +191,8 @@ export function parseConfig(env: Env = process.env): Config {
     rateLimitPerMinute: readInt(env, 'RATE_LIMIT_PER_MINUTE', 90000, 1, 100_000_000),
     trustedProxies,
     webhookAllowedHosts,
+    webhookTimeoutMs: readInt(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
+    webhookRetryScheduleMs,
     simSettlementMs: readInt(env, 'SIM_SETTLEMENT_MS', 1600, 0, 3_600_000),
     simProtectionMs: readInt(env, 'SIM_PROTECTION_MS', 30000, 0, 86_400_000),
     simSeed,

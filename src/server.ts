@@ -19,6 +19,7 @@ import { MemoryFixedWindow, RedisFixedWindow } from './ratelimit/fixedWindow.js'
 import { seedDemo, type DemoCredentials } from './seed.js';
 import { railNotificationHandler } from './pix/railEvents.js';
 import { pixWorkers } from './pix/recovery.js';
+import { webhookWorkers } from './webhooks/workers.js';
 
 export const INSTITUTION_NAME = 'pixgate';
 /** Graceful shutdown must finish within this; then the process exits regardless. */
@@ -103,6 +104,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     { sim_seed: config.simSeed, sim_seed_source: config.simSeedGenerated ? 'random' : 'SIM_SEED', settlement_ms: config.simSettlementMs, protection_ms: config.simProtectionMs },
     `rail simulator ready (SIM_SEED=${config.simSeed})`,
   );
+  ctx.workers.push(...webhookWorkers(ctx));
 
   const print = options.print ?? ((text: string) => process.stdout.write(text));
   let demo: DemoCredentials | null = null;

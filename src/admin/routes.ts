@@ -11,6 +11,7 @@ import type { Balances } from '../ledger/ledger.js';
 import { registerOwnKey } from '../pix/ownKeys.js';
 import { whitelistWarnings } from '../auth/ipWhitelist.js';
 import * as S from './schemas.js';
+import { webhookAdminRoutes } from '../webhooks/admin.routes.js';
 
 /** The operator API (contract section 3), under /api/admin, behind `Authorization: Bearer <ADMIN_TOKEN>`. */
 export function adminRoutes(ctx: AppContext) {
@@ -103,6 +104,8 @@ export function adminRoutes(ctx: AppContext) {
       const { apiKey, accountId } = await createCentralKey(ctx.db, body.name, body.account_id ?? null);
       return reply.code(201).send({ api_key: apiKey, name: body.name, account_id: accountId });
     });
+
+    await webhookAdminRoutes(app, ctx);
   };
 }
 

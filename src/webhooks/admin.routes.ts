@@ -1,0 +1,171 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { AppContext } from '../context.js';
+import { emitEvent } from '../events/outbox.js';
+import { conflict, notFound } from '../http/errors.js';
+import { parseOrThrow } from '../http/validation.js';
+import { isoZ } from '../lib/clock.js';
+import * as repo from './repository.js';
+import { UUID } from './webhooks.routes.js';
+
+const uuid = z.string().regex(UUID, 'must be a valid UUID').transform((s) => s.toLowerCase());
+const idParam = z.object({ id: uuid });
+const deliveryParam = z.object({ id: uuid, delivery_id: uuid });
+const positiveInt = z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
+
+const listQuery = z.strictObject({
+  merchant_id: positiveInt.optional(),
+  account_id: positiveInt.optional(),
+  include_deleted: z.enum(['true', 'false']).optional(),
+  limit: z.coerce.number().int().min(1).max(200).optional(),
+});
+const patchBody = z.strictObject({ is_active: z.boolean() });
+const deliveriesQuery = z.strictObject({
+  status: z.enum(['pending', 'delivered', 'failed', 'cancelled']).optional(),
+  before: positiveInt.optional(),
+  limit: z.coerce.number().int().min(1).max(200).optional(),
+});
+
+function webhookView(w: repo.WebhookRow, counts?: Pick<repo.WebhookWithCounts, 'pending' | 'delivered' | 'failed' | 'cancelled'>) {
+  return {
+    id: w.id,
+    merchant_id: w.merchant_id,
+    account_id: w.account_id,
+    client_id: w.client_id,
+    url: w.url,
+    events: w.events,
+    description: w.description,
+    is_active: w.is_active,
+    allow_insecure: w.allow_insecure,
+    status: w.deleted_at ? 'deleted' : w.is_active ? 'active' : 'inactive',
+    created_at: isoZ(w.created_at),
+    updated_at: isoZ(w.updated_at),
+    deleted_at: isoZ(w.deleted_at),
+    ...(counts ? { deliveries: { pending: counts.pending, delivered: counts.delivered, failed: counts.failed, cancelled: counts.cancelled } } : {}),
+  };
+}
+
+function attemptView(a: repo.AttemptRow) {
+  return {
+    attempt: a.attempt,
+    started_at: isoZ(a.started_at),
+    duration_ms: a.duration_ms,
+    status_code: a.status_code,
+    error: a.error,
+    response_body: a.response_body,
+    worker: a.worker,
+  };
+}
+
+function deliveryView(d: repo.DeliveryRow, attempts: repo.AttemptRow[]) {
+  return {
+    id: d.id,
+    webhook_id: d.webhook_id,
+    event: d.event,
+    event_id: d.event_id,
+    event_seq: d.outbox_id,
+    subject: d.subject,
+    status: d.status,
+    attempt_count: d.attempts,
+    next_attempt_at: d.status === 'pending' ? isoZ(d.next_attempt_at) : null,
+    last_status_code: d.last_status_code,
+    last_error: d.last_error,
+    event_created_at: isoZ(d.event_created_at),
+    created_at: isoZ(d.created_at),
+    delivered_at: isoZ(d.delivered_at),
+    failed_at: isoZ(d.failed_at),
+    payload: d.payload,
+    attempts: attempts.filter((a) => a.delivery_id === d.id).map(attemptView),
+  };
+}
+
+/**
+ * Operator view of webhooks under /api/admin (docs/webhooks.md): list and read registrations with
+ * delivery counts, pause/resume, list deliveries with every attempt, re-send one, fire `webhook.test`.
+ */
+export async function webhookAdminRoutes(app: FastifyInstance, ctx: AppContext) {
+  const load = async (id: string) => {
+    const w = await repo.findWebhook(ctx.db, id);
+    if (!w) throw notFound('webhook not found');
+    return w;
+  };
+  const loadDelivery = async (webhookId: string, deliveryId: string) => {
+    const d = await repo.findDelivery(ctx.db, webhookId, deliveryId);
+    if (!d) throw notFound('delivery not found');
+    return deliveryView(d, await repo.attemptsOf(ctx.db, [d.id]));
+  };
+
+  app.get('/webhooks', async (req) => {
+    const q = parseOrThrow(listQuery, req.query);
+    const rows = await repo.listWebhooksForOperator(
+      ctx.db,
+      { merchantId: q.merchant_id, accountId: q.account_id, includeDeleted: q.include_deleted === 'true' },
+      q.limit ?? 100,
+    );
+    return { webhooks: rows.map((w) => webhookView(w, w)) };
+  });
+
+  app.get('/webhooks/:id', async (req) => {
+    const { id } = parseOrThrow(idParam, req.params);
+    const [row] = await repo.listWebhooksForOperator(ctx.db, { id, includeDeleted: true }, 1);
+    if (!row) throw notFound('webhook not found');
+    return webhookView(row, row);
+  });
+
+  app.patch('/webhooks/:id', async (req) => {
+    const { id } = parseOrThrow(idParam, req.params);
+    const body = parseOrThrow(patchBody, req.body);
+    const w = await load(id);
+    if (w.deleted_at) throw conflict('webhook is deleted');
+    const updated = await ctx.db.transaction((tx) => repo.setWebhookActive(tx, id, body.is_active));
+    if (!updated) throw conflict('webhook is deleted');
+    return webhookView(updated);
+  });
+
+  app.get('/webhooks/:id/deliveries', async (req) => {
+    const { id } = parseOrThrow(idParam, req.params);
+    const q = parseOrThrow(deliveriesQuery, req.query);
+    await load(id);
+    const limit = q.limit ?? 50;
+    const rows = await repo.listDeliveries(ctx.db, id, { status: q.status, before: q.before, limit });
+    const attempts = await repo.attemptsOf(ctx.db, rows.map((d) => d.id));
+    return {
+      deliveries: rows.map((d) => deliveryView(d, attempts)),
+      next_before: rows.length === limit ? rows[rows.length - 1]!.outbox_id : null,
+    };
+  });
+
+  app.get('/webhooks/:id/deliveries/:delivery_id', async (req) => {
+    const { id, delivery_id } = parseOrThrow(deliveryParam, req.params);
+    await load(id);
+    return loadDelivery(id, delivery_id);
+  });
+
+  app.post('/webhooks/:id/deliveries/:delivery_id/resend', async (req, reply) => {
+    const { id, delivery_id } = parseOrThrow(deliveryParam, req.params);
+    const w = await load(id);
+    if (w.deleted_at) throw conflict('webhook is deleted');
+    const before = await loadDelivery(id, delivery_id);
+    if (before.status === 'pending') throw conflict('delivery is already pending');
+    if (!(await repo.requeueDelivery(ctx.db, id, delivery_id))) throw conflict('delivery is already pending');
+    return reply.code(202).send(await loadDelivery(id, delivery_id));
+  });
+
+  app.post('/webhooks/:id/test', async (req, reply) => {
+    const { id } = parseOrThrow(idParam, req.params);
+    const w = await load(id);
+    if (w.deleted_at) throw conflict('webhook is deleted');
+    if (!w.is_active) throw conflict('webhook is inactive (is_active: false): nothing is fired');
+    const deliveryId = await ctx.db.transaction(async (tx) => {
+      const eventId = await emitEvent(tx, {
+        event: 'webhook.test',
+        merchantId: w.merchant_id,
+        accountId: w.account_id,
+        subject: `webhook:${w.id}`,
+        payload: { status: 'test', webhook_id: w.id, description: 'Test delivery fired from the administration', created_at: ctx.clock.now().toISOString() },
+      });
+      return repo.insertDirectDelivery(tx, w.id, eventId);
+    });
+    return reply.code(202).send(await loadDelivery(id, deliveryId));
+  });
+}

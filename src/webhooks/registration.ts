@@ -1,0 +1,137 @@
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { EVENT_CATALOG, catalogEntry } from '../events/catalog.js';
+import { businessError, HttpError, workedFalse } from '../http/errors.js';
+import { parseOrThrow } from '../http/validation.js';
+import { isoNaive } from '../lib/clock.js';
+import { destinationProblem, type AllowedHost } from './destination.js';
+import type { WebhookRow } from './repository.js';
+
+/** Most live webhooks one merchant may have (every event is fanned out to each matching one). */
+export const MAX_WEBHOOKS_PER_MERCHANT = 25;
+
+export const URL_MAX_LENGTH = 2048;
+
+/** Fields of POST /webhooks other than `events`, whose errors have their own shape (spec). */
+const body = z.strictObject({
+  url: z.string().min(1).max(URL_MAX_LENGTH),
+  events: z.unknown().optional(),
+  secret: z.string().min(16).max(256).optional(),
+  description: z.string().max(255).nullable().optional(),
+  allow_insecure: z.boolean().optional(),
+});
+
+export interface WebhookInput {
+  url: string;
+  events: string[];
+  secret: string;
+  description: string | null;
+  allowInsecure: boolean;
+}
+
+export const INVALID_EVENTS_PREFIX = 'contains invalid events:';
+
+export const DETAIL = {
+  insecure: 'URL must use HTTPS (HTTP is accepted only with allow_insecure: true)',
+  privateDestination: (host: string, why: string) =>
+    `URL points to a private or reserved destination (${host}: ${why}); webhooks must reach a public address`,
+} as const;
+
+/** Generated secrets: `whsec_` + 256 random bits, base64url. */
+export function newWebhookSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64url')}`;
+}
+
+function eventsError(message: string): HttpError {
+  return businessError(400, 'events', [message]);
+}
+
+/**
+ * Validates a POST /webhooks body in the documented order (docs/webhooks.md):
+ *  1. shape and types of url, secret, description, allow_insecure; unknown fields   400 bad_request field map
+ *  2. url parses as an absolute URL without credentials                          400 bad_request field map
+ *  3. scheme https, or http with allow_insecure                                   422 {worked: false, detail}
+ *  4. events present and non-empty                                                400 {errors: {events: ["can't be blank"]}}
+ *  5. events an array of strings, each in the catalog                             400 {errors: {events: ['contains invalid events: …']}}
+ *  6. destination not private (unless in WEBHOOK_ALLOWED_HOSTS)                   422 {worked: false, detail}
+ */
+export function validateWebhook(input: unknown, allowed: readonly AllowedHost[]): WebhookInput {
+  const fields = parseOrThrow(body, input);
+  let url: URL;
+  try {
+    url = new URL(fields.url);
+  } catch {
+    throw businessError(400, 'bad_request', { url: ['is not a valid absolute URL'] });
+  }
+  if (url.username !== '' || url.password !== '') {
+    throw businessError(400, 'bad_request', { url: ['must not contain a user name or password'] });
+  }
+  const allowInsecure = fields.allow_insecure ?? false;
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && allowInsecure)) throw workedFalse(422, DETAIL.insecure);
+
+  const events = fields.events;
+  if (events === undefined || events === null || (Array.isArray(events) && events.length === 0)) throw eventsError("can't be blank");
+  if (!Array.isArray(events) || events.some((e) => typeof e !== 'string')) throw eventsError('must be an array of event names');
+  const unique = [...new Set(events as string[])];
+  const invalid = unique.filter((e) => catalogEntry(e) === undefined);
+  if (invalid.length > 0) throw eventsError(`${INVALID_EVENTS_PREFIX} ${invalid.join(', ')}`);
+
+  const problem = destinationProblem(url, allowed);
+  if (problem !== null) throw workedFalse(422, DETAIL.privateDestination(url.hostname, problem));
+
+  url.hash = ''; // never sent; not part of the destination
+  return {
+    url: url.href,
+    events: unique,
+    secret: fields.secret ?? newWebhookSecret(),
+    description: fields.description ?? null,
+    allowInsecure,
+  };
+}
+
+/** The create form (201): the spec's fields without the list-only ones, created_at with Z. */
+export function createView(w: WebhookRow) {
+  return {
+    worked: true,
+    id: w.id,
+    url: w.url,
+    events: w.events,
+    secret: w.secret,
+    description: w.description,
+    is_active: w.is_active,
+    created_at: w.created_at.toISOString(),
+  };
+}
+
+/** The list form (GET /webhooks): every field, naive timestamps, status derived from is_active. */
+export function listView(w: WebhookRow) {
+  return {
+    id: w.id,
+    url: w.url,
+    events: w.events,
+    secret: w.secret,
+    description: w.description,
+    account_id: w.account_id,
+    is_active: w.is_active,
+    allow_insecure: w.allow_insecure,
+    status: w.is_active ? 'active' : 'inactive',
+    created_at: isoNaive(w.created_at),
+    updated_at: isoNaive(w.updated_at),
+  };
+}
+
+/** GET /webhooks/events: the catalog, one entry per subscribable name. */
+export function catalogView() {
+  return EVENT_CATALOG.map((e) => ({
+    event: e.event,
+    status: e.status,
+    description: e.description,
+    firing: e.firing,
+    alias_of: e.aliasOf ?? null,
+  }));
+}
+
+/** [alias, event] pairs of the catalog, for the fan-out. */
+export const EVENT_ALIASES: ReadonlyArray<readonly [string, string]> = EVENT_CATALOG.filter((e) => e.aliasOf !== undefined).map(
+  (e) => [e.event, e.aliasOf!] as const,
+);
