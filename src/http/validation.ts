@@ -10,8 +10,13 @@ export function fieldMap(error: z.ZodError, input?: unknown): FieldMap {
   const add = (path: string, message: string) => {
     (map[path] ??= []).push(message);
   };
+  const wrongType = new Set<string>();
   for (const issue of error.issues) {
     const path = issue.path.map(String).join('.') || 'body';
+    // zod 4 still runs length checks on a value of the wrong type (an array's max on a string):
+    // once a field is the wrong type, nothing else is said about it.
+    if (wrongType.has(path)) continue;
+    if (issue.code === 'invalid_type') wrongType.add(path);
     switch (issue.code) {
       case 'invalid_type':
         if (valueAt(input, issue.path) === undefined) add(path, 'is required');
@@ -33,7 +38,8 @@ export function fieldMap(error: z.ZodError, input?: unknown): FieldMap {
         else add(path, `must be less than ${issue.inclusive ? 'or equal to ' : ''}${issue.maximum}`);
         break;
       case 'invalid_value':
-        add(path, `must be one of: ${issue.values.map(String).join(', ')}`);
+        if (valueAt(input, issue.path) === undefined) add(path, 'is required');
+        else add(path, `must be one of: ${issue.values.map(String).join(', ')}`);
         break;
       default:
         add(path, issue.message);

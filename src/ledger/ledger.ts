@@ -158,3 +158,21 @@ export async function post(tx: Sql, input: PostInput): Promise<number> {
     throw err;
   }
 }
+
+/**
+ * Moves `amount` between two books of one merchant account (available -> pending for a reservation,
+ * available -> blocked for a MED block, and back), as one ledger transaction.
+ */
+export async function moveWithinAccount(
+  tx: Sql,
+  input: { kind: string; reference: string; accountId: number; from: MerchantBook; to: MerchantBook; amount: number },
+): Promise<number> {
+  return post(tx, {
+    kind: input.kind,
+    reference: input.reference,
+    postings: [
+      { book: { accountId: input.accountId, book: input.from }, amount: -input.amount },
+      { book: { accountId: input.accountId, book: input.to }, amount: input.amount },
+    ],
+  });
+}

@@ -4,6 +4,7 @@ import type { Clock } from '../lib/clock.js';
 import { newTransactionId, TX_PREFIX } from '../lib/ids.js';
 import { centsToBaseUnits } from '../lib/money.js';
 import { INSTITUTION_BOOK, openBooks, post, readBalances, type Balances } from '../ledger/ledger.js';
+import { coverShortBlocks } from '../med/blocks.js';
 import { insertTransaction, TX_STATUS } from '../transactions/repository.js';
 import * as repo from './repository.js';
 
@@ -75,6 +76,7 @@ export async function deposit(
         { book: { accountId: account.id, book: 'available' }, amount },
       ],
     });
+    await coverShortBlocks(tx, account.id, now);
     return { transactionId: record.transaction_id, amount };
   });
 }

@@ -190,8 +190,8 @@ function reserve(tx: Sql, accountId: number, transactionId: string, total: numbe
 }
 
 /** pending -> available: the reservation given back (rejection, failure), and the limit windows. */
-export async function releaseReservation(tx: Sql, row: OwnedTransaction, kind: string): Promise<void> {
-  await movePending(tx, 'release', { kind, reference: row.transaction_id, accountId: row.account_id, amount: row.amount + row.fee_amount });
+export async function releaseReservation(tx: Sql, row: OwnedTransaction, kind: string, now: Date): Promise<void> {
+  await movePending(tx, 'release', { kind, reference: row.transaction_id, accountId: row.account_id, amount: row.amount + row.fee_amount, now });
   const windows = ((row.metadata.limit_windows as { kind: 'day' | 'night'; start: string }[] | undefined) ?? []).map((w) => ({
     kind: w.kind,
     start: new Date(w.start),
@@ -280,7 +280,7 @@ export async function applyPaymentAck(
     await lockAccount(tx, row.account_id);
     const current = await repo.lockTransaction(tx, row.id);
     if (current.stage !== 1) return current;
-    await releaseReservation(tx, current, 'cash_out_release');
+    await releaseReservation(tx, current, 'cash_out_release', now);
     const failed = await repo.updateState(
       tx,
       current.id,

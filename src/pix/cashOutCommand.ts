@@ -4,7 +4,7 @@ import type { FieldMap } from '../http/errors.js';
 import { BrCodeError, decodeBrCode } from '../lib/brcode.js';
 import { canonicalize } from '../lib/canonicalJson.js';
 import { cashOutBadRequest, cashOutError } from './cashOutErrors.js';
-import { detectPixKeyType, normalizePixKey, PIX_KEY_TYPES, type PixKeyType } from './keys.js';
+import { brCodeKey, detectPixKeyType, normalizePixKey, PIX_KEY_TYPES, type PixKeyType } from './keys.js';
 
 /** A cash-out request, validated and normalized. */
 export interface CashOutCommand {
@@ -136,11 +136,9 @@ function decodeEmv(emv: string): { key: string; keyType: PixKeyType; amountCents
       detail: 'The BR Code carries a location URL instead of a PIX key; pay it with the key instead',
     });
   }
-  // Inside a BR Code a phone key is written in E.164 (+55…), so 11 digits are a CPF.
-  const keyType: PixKeyType = /^\d{11}$/.test(decoded.key) ? 'cpf' : resolveKey(decoded.key, null).keyType;
-  const key = normalizePixKey(keyType, decoded.key);
-  if (key === null) throw invalidKey(`the EMV payload's key is not a valid ${keyType} key`);
-  return { key, keyType, amountCents: decoded.amountCents, txid: decoded.txid };
+  const found = brCodeKey(decoded.key);
+  if (found === null) throw invalidKey(`the EMV payload's key ${decoded.key} is not a CPF, CNPJ, e-mail, phone (+55…) or random (EVP) key`);
+  return { key: found.key, keyType: found.type, amountCents: decoded.amountCents, txid: decoded.txid };
 }
 
 function fingerprint(c: Omit<CashOutCommand, 'fingerprint' | 'externalId'>): string {

@@ -59,3 +59,14 @@ export function detectPixKeyType(raw: string): KeyTypeDetection {
   if (UUID_V4.test(key)) return { type: 'evp' };
   return { invalid: true };
 }
+
+/**
+ * The PIX key a BR Code carries (field 26-01), in canonical form with its type, or null if it is
+ * not a valid key. Inside a BR Code a phone key is written in E.164 (`+55…`), so 11 digits are a CPF.
+ */
+export function brCodeKey(raw: string): { key: string; type: PixKeyType } | null {
+  const detected: KeyTypeDetection = /^\d{11}$/.test(raw.trim()) ? { type: 'cpf' } : detectPixKeyType(raw);
+  if (!('type' in detected)) return null;
+  const key = normalizePixKey(detected.type, raw);
+  return key === null ? null : { key, type: detected.type };
+}

@@ -2,6 +2,7 @@ import type { AppContext } from '../context.js';
 import type { Sql } from '../db/db.js';
 import { INSTITUTION_BOOK, lockAccount, post, type Posting } from '../ledger/ledger.js';
 import { bankName } from '../lib/banks.js';
+import { coverShortBlocks } from '../med/blocks.js';
 import { newTransactionId, TX_PREFIX } from '../lib/ids.js';
 import type { RailNotification } from '../rail/rail.js';
 import { insertTransaction, TX_STATUS } from '../transactions/repository.js';
@@ -84,8 +85,8 @@ export async function onPaymentRejected(tx: Sql, ctx: AppContext, n: Of<'payment
   const row = await lockPayout(tx, ctx, n.endToEndId, true);
   if (!row || row.stage === 3) return;
   await announceAcceptance(tx, row);
-  await releaseReservation(tx, row, 'cash_out_reverse');
   const now = ctx.clock.now();
+  await releaseReservation(tx, row, 'cash_out_reverse', now);
   const rejected = await repo.updateState(
     tx,
     row.id,
@@ -137,6 +138,7 @@ export async function onPaymentReturned(tx: Sql, ctx: AppContext, n: Of<'payment
       { book: { accountId: row.account_id, book: 'available' }, amount: n.amount },
     ],
   });
+  await coverShortBlocks(tx, row.account_id, now);
   const total = await repo.returnedTotal(tx, row.id);
   const updated = await repo.updateState(
     tx,

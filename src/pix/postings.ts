@@ -1,22 +1,18 @@
 import type { Sql } from '../db/db.js';
-import { post } from '../ledger/ledger.js';
+import { moveWithinAccount } from '../ledger/ledger.js';
+import { coverShortBlocks } from '../med/blocks.js';
 
 /**
  * The two moves every outbound order makes on its account's books: `reserve` (available -> pending,
- * at acceptance) and `release` (pending -> available, when it is rejected or fails).
+ * at acceptance) and `release` (pending -> available, when it is rejected or fails). Money released
+ * to the available book first tops up short MED blocks of the account (`coverShortBlocks`).
  */
 export async function movePending(
   tx: Sql,
   move: 'reserve' | 'release',
-  input: { kind: string; reference: string; accountId: number; amount: number },
+  input: { kind: string; reference: string; accountId: number; amount: number; now?: Date },
 ): Promise<void> {
-  const sign = move === 'reserve' ? 1 : -1;
-  await post(tx, {
-    kind: input.kind,
-    reference: input.reference,
-    postings: [
-      { book: { accountId: input.accountId, book: 'available' }, amount: -sign * input.amount },
-      { book: { accountId: input.accountId, book: 'pending' }, amount: sign * input.amount },
-    ],
-  });
+  const [from, to] = move === 'reserve' ? (['available', 'pending'] as const) : (['pending', 'available'] as const);
+  await moveWithinAccount(tx, { kind: input.kind, reference: input.reference, accountId: input.accountId, from, to, amount: input.amount });
+  if (move === 'release') await coverShortBlocks(tx, input.accountId, input.now ?? new Date());
 }

@@ -1,37 +1,50 @@
 import type { AppContext } from '../context.js';
+import { onInfractionReported, onInfractionResolved } from '../med/infractions.js';
+import { onMedReturnRejected, onMedReturnSettled, sendMedRefund } from '../med/refunds.js';
 import type { NotificationHandler, RailNotification } from '../rail/rail.js';
 import { receiveInboundPayment } from './inbound.js';
 import * as payouts from './payouts.js';
 import { onReturnRejected, onReturnSettled } from './refund.js';
+import type { OwnedTransaction } from './repository.js';
 import { recordNotification } from './repository.js';
 
 /**
  * The service's handler of rail notifications. Each notification is applied in one database
  * transaction together with its id in `rail_inbox`, so a redelivery (the rail delivers at least
  * once) finds the id and does nothing; the per-record state checks of the handlers are a second
- * guard.
+ * guard. A notification that leaves an order for the rail (an accepted infraction's return) sends
+ * it after that transaction committed — never inside it; if sending fails, the recovery worker
+ * sends it again.
  */
 export function railNotificationHandler(ctx: AppContext): NotificationHandler {
-  return (n: RailNotification) =>
-    ctx.db.transaction(async (tx) => {
-      if (!(await recordNotification(tx, n.id, n.kind))) return;
+  return async (n: RailNotification) => {
+    const medRefund = await ctx.db.transaction(async (tx): Promise<OwnedTransaction | null> => {
+      if (!(await recordNotification(tx, n.id, n.kind))) return null;
       switch (n.kind) {
         case 'payment.accepted':
-          return payouts.onPaymentAccepted(tx, ctx, n);
+          await payouts.onPaymentAccepted(tx, ctx, n);
+          break;
         case 'payment.held':
-          return payouts.onPaymentHeld(tx, ctx, n);
+          await payouts.onPaymentHeld(tx, ctx, n);
+          break;
         case 'payment.settled':
-          return payouts.onPaymentSettled(tx, ctx, n);
+          await payouts.onPaymentSettled(tx, ctx, n);
+          break;
         case 'payment.rejected':
-          return payouts.onPaymentRejected(tx, ctx, n);
+          await payouts.onPaymentRejected(tx, ctx, n);
+          break;
         case 'payment.returned':
-          return payouts.onPaymentReturned(tx, ctx, n);
+          await payouts.onPaymentReturned(tx, ctx, n);
+          break;
         case 'payment.return_rejected':
-          return payouts.onPaymentReturnRejected(tx, ctx, n);
+          await payouts.onPaymentReturnRejected(tx, ctx, n);
+          break;
         case 'return.settled':
-          return onReturnSettled(tx, ctx, n);
+          if (!(await onMedReturnSettled(tx, ctx, n))) await onReturnSettled(tx, ctx, n);
+          break;
         case 'return.rejected':
-          return onReturnRejected(tx, ctx, n);
+          if (!(await onMedReturnRejected(tx, ctx, n))) await onReturnRejected(tx, ctx, n);
+          break;
         case 'inbound.payment':
           await receiveInboundPayment(tx, ctx, {
             endToEndId: n.endToEndId,
@@ -42,7 +55,19 @@ export function railNotificationHandler(ctx: AppContext): NotificationHandler {
             txid: n.txid,
             receivedAt: n.receivedAt,
           });
-          return;
+          break;
+        case 'infraction.reported':
+          await onInfractionReported(tx, ctx, n);
+          break;
+        case 'infraction.resolved':
+          return onInfractionResolved(tx, ctx, n);
+        default: {
+          const unknown: never = n;
+          throw new Error(`unknown rail notification ${JSON.stringify(unknown)}`);
+        }
       }
+      return null;
     });
+    if (medRefund) await sendMedRefund(ctx, medRefund);
+  };
 }

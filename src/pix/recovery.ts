@@ -1,11 +1,13 @@
 import type { AppContext, BackgroundWorker } from '../context.js';
 import { periodicWorker } from '../lib/periodic.js';
 import { applyPaymentAck, paymentOrder } from './cashOut.js';
+import { MED } from '../med/infractions.js';
+import { settleMedRefund } from '../med/refunds.js';
 import { applyReturnAck, returnOrder } from './refund.js';
 import * as repo from './repository.js';
 
 /**
- * The completer: finds cash-outs and refunds accepted here but never acknowledged by the rail
+ * The completer: finds cash-outs and refunds (voluntary and MED) accepted here but never acknowledged by the rail
  * (stage 1 for longer than UNSENT_AFTER_MS — the request died between reserving and recording the
  * rail's answer, or the rail did not answer) and sends them again. The rail deduplicates on the
  * end-to-end id, so an order it already has is only acknowledged again. A payment the rail now
@@ -24,10 +26,10 @@ export async function recoverUnsent(ctx: AppContext, options: { olderThanMs?: nu
       if (row.kind === 'cash_out') {
         const ack = await ctx.rail.sendPayment(paymentOrder(row, ctx.config.institutionIspb));
         await ctx.db.transaction((tx) => applyPaymentAck(tx, ctx, row, ack, { emitTimeoutFailure: true }));
-      } else if (row.kind === 'refund') {
+      } else if (row.kind === 'refund' || row.kind === MED.refundKind) {
         const original = (await repo.findById(ctx.db, row.original_id!))!;
         const ack = await ctx.rail.sendReturn(returnOrder(row, original));
-        await ctx.db.transaction((tx) => applyReturnAck(tx, ctx, row, ack));
+        await ctx.db.transaction((tx) => applyReturnAck(tx, ctx, row, ack, row.kind === MED.refundKind ? settleMedRefund : undefined));
       }
       ctx.log.info({ transaction_id: row.transaction_id }, 'unacknowledged order sent to the rail again');
     } catch (err) {

@@ -1,12 +1,12 @@
 import type { AppContext } from '../context.js';
 import type { Sql } from '../db/db.js';
 import { notFound, unprocessable } from '../http/errors.js';
-import { INSTITUTION_BOOK, lockAccount, post } from '../ledger/ledger.js';
+import { INSTITUTION_BOOK, lockAccount, post, type MerchantBook } from '../ledger/ledger.js';
 import { isoZ } from '../lib/clock.js';
 import { newEndToEndId, newTransactionId, TX_PREFIX } from '../lib/ids.js';
 import { centsToBaseUnits } from '../lib/money.js';
 import type { RailNotification, ReturnAck, ReturnOrder } from '../rail/rail.js';
-import { insertTransaction, TX_STATUS } from '../transactions/repository.js';
+import { insertTransaction, TX_STATUS, type NewTransaction } from '../transactions/repository.js';
 import { emitFor, refundBody, refundTotalsBody } from './events.js';
 import { movePending } from './postings.js';
 import { assertRefundNotMedTriggered } from './refundMedGuard.js';
@@ -57,34 +57,50 @@ export async function refund(ctx: AppContext, merchantId: number, req: RefundReq
     if (totals.open + amount > original.amount) throw unprocessable('refund amount exceeds the original transaction', { worked: true });
     if (balances.safe < amount) throw unprocessable('insufficient balance', { worked: true });
     const now = ctx.clock.now();
-    const inserted = await insertTransaction(tx, {
-      transaction_id: newTransactionId(TX_PREFIX.refund, now),
-      account_id: original.account_id,
-      kind: 'refund',
-      type: 'pix',
-      direction: 'outbound',
-      status: TX_STATUS.pending,
-      payment_status: 'processing',
-      stage: 1,
-      end_to_end_id: newEndToEndId('D', ctx.config.institutionIspb, now),
-      amount,
-      description: req.description,
-      counterparty_name: original.counterparty_name,
-      recipient_document: original.payer_document,
-      recipient_ispb: original.payer_ispb,
-      original_id: original.id,
-      metadata: {
-        return_code: req.returnCode,
-        original_transaction_id: original.transaction_id,
-        original_end_to_end_id: original.end_to_end_id,
-        recipient_bank_name: original.payer_bank_name,
-      },
-      created_at: now,
-    });
+    const inserted = await insertTransaction(
+      tx,
+      returnRecord(ctx, original, { prefix: TX_PREFIX.refund, kind: 'refund', amount, description: req.description, returnCode: req.returnCode, now }),
+    );
     await movePending(tx, 'reserve', { kind: 'refund_reserve', reference: inserted.transaction_id, accountId: original.account_id, amount });
     return { ...inserted, merchant_id: original.merchant_id };
   });
   return submitRefund(ctx, row, original, record);
+}
+
+/**
+ * The statement record of a return of `original` to its payer — a voluntary refund or a MED return
+ * — at stage 1 (accepted here, not yet sent), with a new `D…` end-to-end id.
+ */
+export function returnRecord(
+  ctx: AppContext,
+  original: OwnedTransaction,
+  r: { prefix: string; kind: string; amount: number; description: string; returnCode: string; now: Date; metadata?: Record<string, unknown> },
+): NewTransaction {
+  return {
+    transaction_id: newTransactionId(r.prefix, r.now),
+    account_id: original.account_id,
+    kind: r.kind,
+    type: 'pix',
+    direction: 'outbound',
+    status: TX_STATUS.pending,
+    payment_status: 'processing',
+    stage: 1,
+    end_to_end_id: newEndToEndId('D', ctx.config.institutionIspb, r.now),
+    amount: r.amount,
+    description: r.description,
+    counterparty_name: original.counterparty_name,
+    recipient_document: original.payer_document,
+    recipient_ispb: original.payer_ispb,
+    original_id: original.id,
+    metadata: {
+      return_code: r.returnCode,
+      original_transaction_id: original.transaction_id,
+      original_end_to_end_id: original.end_to_end_id,
+      recipient_bank_name: original.payer_bank_name,
+      ...r.metadata,
+    },
+    created_at: r.now,
+  };
 }
 
 export function returnOrder(row: OwnedTransaction, original: Pick<OwnedTransaction, 'end_to_end_id'>): ReturnOrder {
@@ -126,13 +142,25 @@ async function submitRefund(ctx: AppContext, row: OwnedTransaction, original: Ow
   });
 }
 
-/** Applies the rail's acknowledgement of a stage-1 refund; returns the record after it. */
-export async function applyReturnAck(tx: Sql, ctx: AppContext, row: OwnedTransaction, ack: ReturnAck | null): Promise<OwnedTransaction> {
+/** What settles a return in flight: the books it leaves and the event it writes. */
+export type SettleReturn = (tx: Sql, ctx: AppContext, row: OwnedTransaction, settledAt: Date) => Promise<OwnedTransaction>;
+
+/**
+ * Applies the rail's acknowledgement of a stage-1 return; returns the record after it. `settle`:
+ * a voluntary refund's by default; the MED flow passes its own (src/med/refunds.ts).
+ */
+export async function applyReturnAck(
+  tx: Sql,
+  ctx: AppContext,
+  row: OwnedTransaction,
+  ack: ReturnAck | null,
+  settle: SettleReturn = settleRefund,
+): Promise<OwnedTransaction> {
   if (ack?.status === 'settled') {
     await lockAccount(tx, row.account_id);
     const current = await repo.lockTransaction(tx, row.id);
     if (current.stage === 3) return current;
-    return settleRefund(tx, ctx, current, ack.settledAt);
+    return settle(tx, ctx, current, ack.settledAt);
   }
   if (ack?.status === 'accepted') {
     const moved = await repo.markSent(tx, row.id, 'processing', ctx.clock.now());
@@ -141,22 +169,31 @@ export async function applyReturnAck(tx: Sql, ctx: AppContext, row: OwnedTransac
   return repo.lockTransaction(tx, row.id);
 }
 
-/** pending -> central bank, settled, pix.refund.completed with the totals of rule 6. */
-async function settleRefund(tx: Sql, ctx: AppContext, row: OwnedTransaction, settledAt: Date): Promise<OwnedTransaction> {
+/**
+ * Books a return as settled: its money leaves the account's `from` book (pending for a refund,
+ * blocked for a MED return) for the central bank, and the record becomes final.
+ */
+export async function bookReturnSettled(
+  tx: Sql,
+  ctx: AppContext,
+  row: OwnedTransaction,
+  settledAt: Date,
+  ledger: { kind: string; from: MerchantBook },
+): Promise<OwnedTransaction> {
   await post(tx, {
-    kind: 'refund_settle',
+    kind: ledger.kind,
     reference: row.transaction_id,
     postings: [
-      { book: { accountId: row.account_id, book: 'pending' }, amount: -row.amount },
+      { book: { accountId: row.account_id, book: ledger.from }, amount: -row.amount },
       { book: INSTITUTION_BOOK.centralBank, amount: row.amount },
     ],
   });
-  const settled = await repo.updateState(
-    tx,
-    row.id,
-    { status: TX_STATUS.completed, payment_status: 'settled', stage: 3, completed_at: settledAt },
-    ctx.clock.now(),
-  );
+  return repo.updateState(tx, row.id, { status: TX_STATUS.completed, payment_status: 'settled', stage: 3, completed_at: settledAt }, ctx.clock.now());
+}
+
+/** pending -> central bank, settled, pix.refund.completed with the totals of rule 6. */
+async function settleRefund(tx: Sql, ctx: AppContext, row: OwnedTransaction, settledAt: Date): Promise<OwnedTransaction> {
+  const settled = await bookReturnSettled(tx, ctx, row, settledAt, { kind: 'refund_settle', from: 'pending' });
   const original = (await repo.findById(tx, row.original_id!))!;
   const totals = await repo.refundTotals(tx, original.id);
   await emitFor(tx, 'pix.refund.completed', settled, {
@@ -169,14 +206,18 @@ async function settleRefund(tx: Sql, ctx: AppContext, row: OwnedTransaction, set
 
 type Of<K extends RailNotification['kind']> = Extract<RailNotification, { kind: K }>;
 
-async function lockRefund(tx: Sql, ctx: AppContext, endToEndId: string): Promise<OwnedTransaction | null> {
+/** The return of this end-to-end id if it is of `kind`, locked after its account's books; else null. */
+export async function lockReturn(tx: Sql, endToEndId: string, kind: string): Promise<OwnedTransaction | null> {
   const found = await repo.findByEndToEndId(tx, endToEndId);
-  if (!found || found.kind !== 'refund') {
-    ctx.log.warn({ end_to_end_id: endToEndId }, 'rail notification for an unknown refund ignored');
-    return null;
-  }
+  if (!found || found.kind !== kind) return null;
   await lockAccount(tx, found.account_id);
   return repo.lockTransaction(tx, found.id);
+}
+
+async function lockRefund(tx: Sql, ctx: AppContext, endToEndId: string): Promise<OwnedTransaction | null> {
+  const row = await lockReturn(tx, endToEndId, 'refund');
+  if (!row) ctx.log.warn({ end_to_end_id: endToEndId }, 'rail notification for an unknown refund ignored');
+  return row;
 }
 
 export async function onReturnSettled(tx: Sql, ctx: AppContext, n: Of<'return.settled'>): Promise<void> {
@@ -189,8 +230,8 @@ export async function onReturnSettled(tx: Sql, ctx: AppContext, n: Of<'return.se
 export async function onReturnRejected(tx: Sql, ctx: AppContext, n: Of<'return.rejected'>): Promise<void> {
   const row = await lockRefund(tx, ctx, n.endToEndId);
   if (!row || row.stage === 3) return;
-  await movePending(tx, 'release', { kind: 'refund_reverse', reference: row.transaction_id, accountId: row.account_id, amount: row.amount });
   const now = ctx.clock.now();
+  await movePending(tx, 'release', { kind: 'refund_reverse', reference: row.transaction_id, accountId: row.account_id, amount: row.amount, now });
   const failed = await repo.updateState(
     tx,
     row.id,
@@ -208,13 +249,13 @@ export async function onReturnRejected(tx: Sql, ctx: AppContext, n: Of<'return.r
   });
 }
 
-/** GET /pix/refund/:id: a refund of the merchant by transaction_id, end-to-end id or internal id. */
+/** GET /pix/refund/:id: a refund of the merchant (voluntary or MED) by transaction_id, end-to-end id or internal id. */
 export async function getRefund(ctx: AppContext, merchantId: number, id: string) {
   const row = await repo.findForMerchant(ctx.db, merchantId, id);
-  if (!row || row.kind !== 'refund') throw notFound('Refund not found', { worked: true });
+  if (!row || (row.kind !== 'refund' && row.kind !== 'med_refund')) throw notFound('Refund not found', { worked: true });
   const original = (await repo.findById(ctx.db, row.original_id!))!;
   const totals = await repo.refundTotals(ctx.db, original.id);
-  const meta = row.metadata as { return_code?: string; reason_code?: string; reason?: string };
+  const meta = row.metadata as { return_code?: string; reason_code?: string; reason?: string; infraction_id?: string };
   return {
     worked: true,
     id: row.id,
@@ -223,6 +264,8 @@ export async function getRefund(ctx: AppContext, merchantId: number, id: string)
     ...refundTotalsBody(original.amount, totals.executed, row.amount),
     reason_code: meta.reason_code ?? null,
     failure_reason: meta.reason ?? null,
+    // A MED refund (executed by the MED flow) names its infraction.
+    infraction_id: meta.infraction_id ?? null,
     completed_at: isoZ(row.completed_at),
     updated_at: isoZ(row.updated_at),
   };

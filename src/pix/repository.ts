@@ -98,12 +98,15 @@ export async function markSent(tx: Sql, id: string, paymentStatus: 'processing' 
   return row;
 }
 
-/** Refunds of an original: `open` counts accepted and settled ones (rule 2), `executed` settled only (rule 6). */
+/**
+ * Refunds of an original, voluntary and MED ones alike: `open` counts accepted and settled ones
+ * (rule 2), `executed` settled only (rule 6).
+ */
 export async function refundTotals(sql: Sql, originalId: string): Promise<{ open: number; executed: number }> {
   const [row] = await sql.query<{ open: number; executed: number }>(
     `SELECT COALESCE(sum(amount) FILTER (WHERE status IN (1, 2)), 0)::bigint AS open,
             COALESCE(sum(amount) FILTER (WHERE status = 1), 0)::bigint AS executed
-       FROM transactions WHERE original_id = $1 AND kind = 'refund'`,
+       FROM transactions WHERE original_id = $1 AND kind IN ('refund', 'med_refund')`,
     [originalId],
   );
   return row!;
@@ -127,7 +130,7 @@ export async function claimUnsent(sql: Sql, staleBefore: Date, now: Date, limit:
     `WITH c AS (
        UPDATE transactions SET updated_at = $2
         WHERE id IN (SELECT id FROM transactions
-                      WHERE stage = 1 AND updated_at < $1 AND kind IN ('cash_out', 'refund')
+                      WHERE stage = 1 AND updated_at < $1 AND kind IN ('cash_out', 'refund', 'med_refund')
                       ORDER BY updated_at LIMIT $3 FOR UPDATE SKIP LOCKED)
         RETURNING *)
      SELECT c.*, a.merchant_id FROM c JOIN accounts a ON a.id = c.account_id`,

@@ -7,7 +7,8 @@ import type { PixKeyType } from '../pix/keys.js';
  * implements it for the sandbox, and a real rail adapter would implement it too.
  *
  * Calls go one way (sendPayment, sendReturn, directory look-ups) and answer with the rail's
- * acknowledgement only. Outcomes come back the other way, asynchronously, as notifications: the
+ * acknowledgement only. Outcomes — and what other participants start: incoming PIX, MED
+ * infractions and their decisions — come back the other way, asynchronously, as notifications: the
  * service registers one handler (`onNotification`); the rail delivers each notification at least
  * once (so the handler must be idempotent) and, for one subject, in the order they happened.
  */
@@ -123,7 +124,21 @@ export type RailNotification = { id: string; at: Date } & (
       txid: string | null;
       receivedAt: Date;
     }
+  /**
+   * MED: the payer's side reported an infraction against a PIX this institution received
+   * (`endToEndId`), claiming `amount` back; this institution places a precautionary block.
+   */
+  | { kind: 'infraction.reported'; infractionId: string; endToEndId: string; amount: number; reason: string; reportedAt: Date }
+  /**
+   * MED: the final decision on an infraction. `accepted`: this institution returns the blocked funds
+   * to the payer (a return, `sendReturn`); `rejected`: the block is released; `cancelled`: the
+   * reporting side withdrew it, the block is released.
+   */
+  | { kind: 'infraction.resolved'; infractionId: string; endToEndId: string; decision: InfractionDecision; resolvedAt: Date }
 );
+
+export const INFRACTION_DECISIONS = ['accepted', 'rejected', 'cancelled'] as const;
+export type InfractionDecision = (typeof INFRACTION_DECISIONS)[number];
 
 export type RailNotificationKind = RailNotification['kind'];
 export type NotificationHandler = (notification: RailNotification) => Promise<void>;

@@ -1,13 +1,16 @@
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { BackgroundWorker } from '../context.js';
 import type { Database, Sql } from '../db/db.js';
 import { UNIQUE_VIOLATION, sqlState } from '../db/db.js';
 import { bankName } from '../lib/banks.js';
 import type { Clock } from '../lib/clock.js';
+import { BASE_UNITS_PER_CENT } from '../lib/money.js';
 import { periodicWorker } from '../lib/periodic.js';
 import {
   KeyAlreadyRegisteredError,
   type DirectoryEntry,
+  type InfractionDecision,
   type KeyDirectory,
   type KeyRegistration,
   type NotificationHandler,
@@ -18,6 +21,7 @@ import {
   type ReturnAck,
   type ReturnOrder,
 } from './rail.js';
+import * as infractions from './sim/infractions.js';
 import { randomPayer, SeededRandom } from './sim/random.js';
 import { REJECTION, returnProblem } from './sim/returnRules.js';
 import * as store from './sim/store.js';
@@ -43,7 +47,7 @@ const DELIVERY_BATCH = 50;
 const DUE_BATCH = 200;
 const FLUSH_TIMEOUT_MS = 10_000;
 
-export type SandboxOutcome<T = void> = { ok: true; value: T } | { ok: false; reason: 'not_found' | 'conflict'; detail: string };
+export type SandboxOutcome<T = void> = { ok: true; value: T } | { ok: false; reason: 'not_found' | 'conflict' | 'unprocessable'; detail: string };
 
 /**
  * The simulated central bank. It keeps its own books in `sim_*` tables of the same database:
@@ -55,6 +59,8 @@ export type SandboxOutcome<T = void> = { ok: true; value: T } | { ok: false; rea
  * `/dict/keys`): `settle` (after SIM_SETTLEMENT_MS), `reject`, `hold` (until a sandbox call),
  * `timeout` (the order is refused, nothing recorded); `fraud_flagged` queues the payment for
  * SIM_PROTECTION_MS before that. Returns are judged by the spec's return codes and deadlines.
+ * Infractions (MED) against inbound payments are reported and resolved through sandbox calls; the
+ * notifications of one payment (its credit, its infractions) are delivered in that order.
  */
 export class SimulatedRail implements Rail {
   readonly directory: KeyDirectory;
@@ -353,6 +359,72 @@ export class SimulatedRail implements Rail {
     return endToEndId;
   }
 
+  // ---- infractions (MED) ----
+
+  /**
+   * POST /infractions: the payer's side reports an infraction (MED) against a PIX this institution
+   * received, claiming `amount` (default: all of the payment not returned yet). Resolves once the
+   * notification has been delivered (the service placed its block), with the infraction's id.
+   */
+  async reportInfraction(input: { endToEndId: string; amount: number | undefined; reason: string }): Promise<SandboxOutcome<{ id: string }>> {
+    const outcome = await this.options.db.transaction(async (tx): Promise<SandboxOutcome<{ id: string; notificationId: string }>> => {
+      const payment = await store.findPayment(tx, input.endToEndId, true);
+      if (!payment || payment.kind !== 'payment' || payment.direction !== 'inbound' || payment.receiver_account_id === null) {
+        return { ok: false, reason: 'not_found', detail: 'No PIX received by this institution has that end_to_end_id' };
+      }
+      const open = await infractions.findOpenInfraction(tx, payment.end_to_end_id);
+      if (open) return { ok: false, reason: 'conflict', detail: `The payment already has an open infraction (${open.id})` };
+      const remaining = payment.amount - payment.returned_amount;
+      if (remaining <= 0) return { ok: false, reason: 'unprocessable', detail: 'The payment was returned in full; nothing is left to claim' };
+      const amount = input.amount ?? remaining;
+      if (amount > remaining) {
+        const cents = (v: number) => v / BASE_UNITS_PER_CENT; // amounts of the rail are whole cents
+        return {
+          ok: false,
+          reason: 'unprocessable',
+          detail: `amount exceeds what can still be returned of the payment (${cents(remaining)} of ${cents(payment.amount)} cents)`,
+        };
+      }
+      const now = this.options.clock.now();
+      const id = randomUUID();
+      await infractions.insertInfraction(tx, { id, end_to_end_id: payment.end_to_end_id, amount, reason: input.reason, created_at: now });
+      const notificationId = await this.notify(tx, now, payment.end_to_end_id, {
+        kind: 'infraction.reported',
+        infractionId: id,
+        endToEndId: payment.end_to_end_id,
+        amount,
+        reason: input.reason,
+        reportedAt: now,
+      });
+      return { ok: true, value: { id, notificationId } };
+    });
+    if (!outcome.ok) return outcome;
+    await this.deliverNow([outcome.value.notificationId]);
+    return { ok: true, value: { id: outcome.value.id } };
+  }
+
+  /** POST /infractions/:id/resolve: the final decision on an open infraction, delivered before answering. */
+  async resolveInfraction(id: string, decision: InfractionDecision): Promise<SandboxOutcome> {
+    const outcome = await this.options.db.transaction(async (tx): Promise<SandboxOutcome<string>> => {
+      const row = await infractions.lockInfraction(tx, id);
+      if (!row) return { ok: false, reason: 'not_found', detail: 'Infraction not found' };
+      if (row.status !== 'OPEN') return { ok: false, reason: 'conflict', detail: `The infraction is already ${row.status}` };
+      const now = this.options.clock.now();
+      await infractions.resolveInfraction(tx, id, decision, now);
+      const notificationId = await this.notify(tx, now, row.end_to_end_id, {
+        kind: 'infraction.resolved',
+        infractionId: id,
+        endToEndId: row.end_to_end_id,
+        decision,
+        resolvedAt: now,
+      });
+      return { ok: true, value: notificationId };
+    });
+    if (!outcome.ok) return outcome;
+    await this.deliverNow([outcome.value]);
+    return { ok: true, value: undefined };
+  }
+
   // ---- engine ----
 
   /** One pass of the engine: advances due payments, then delivers notifications, until idle. */
@@ -421,7 +493,14 @@ export class SimulatedRail implements Rail {
 
   /** Queues a notification in the simulator's transaction; its id is derived from what it reports. */
   private async notify(tx: Sql, now: Date, subject: string, body: DistributiveOmit<RailNotification, 'id' | 'at'>): Promise<string> {
-    const discriminator = body.kind === 'payment.returned' ? body.returnEndToEndId : body.kind === 'payment.return_rejected' ? body.attemptId : subject;
+    const discriminator =
+      body.kind === 'payment.returned'
+        ? body.returnEndToEndId
+        : body.kind === 'payment.return_rejected'
+          ? body.attemptId
+          : 'infractionId' in body
+            ? body.infractionId
+            : subject;
     const notificationId = `${body.kind}:${discriminator}`;
     await store.enqueueNotification(tx, { notificationId, subject, kind: body.kind, payload: body as Record<string, unknown>, createdAt: now });
     return notificationId;
@@ -467,7 +546,7 @@ export class SimulatedRail implements Rail {
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
-const DATE_FIELDS = new Set(['settledAt', 'returnedAt', 'receivedAt']);
+const DATE_FIELDS = new Set(['settledAt', 'returnedAt', 'receivedAt', 'reportedAt', 'resolvedAt']);
 
 function toNotification(row: store.SimNotificationRow): RailNotification {
   const body: Record<string, unknown> = {};

@@ -1,15 +1,17 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
-import { badRequest, conflict, notFound } from '../http/errors.js';
+import { badRequest } from '../http/errors.js';
 import { cents, parseOrThrow } from '../http/validation.js';
 import { isValidDocument } from '../lib/documents.js';
 import { centsToBaseUnits } from '../lib/money.js';
 import * as merchants from '../merchants/repository.js';
 import { normalizePixKey, PIX_KEY_TYPES } from '../pix/keys.js';
 import * as pix from '../pix/repository.js';
-import { SimulatedRail, type SandboxOutcome } from '../rail/simulator.js';
+import { SimulatedRail } from '../rail/simulator.js';
 import { transactionRecord } from '../transactions/views.js';
+import { unwrap } from './outcome.js';
+import { payBrCode } from './payerBank.js';
 
 const ispb = z.string().regex(/^\d{8}$/, 'must be 8 digits');
 const document = z.string().regex(/^(\d{11}|\d{14})$/, 'must be 11 (CPF) or 14 (CNPJ) digits').refine(isValidDocument, 'has invalid check digits');
@@ -34,15 +36,17 @@ const inbound = z.strictObject({
   payer_ispb: ispb.optional(),
   description: z.string().max(140).optional(),
 });
-
-function unwrap<T>(outcome: SandboxOutcome<T>): T {
-  if (outcome.ok) return outcome.value;
-  throw outcome.reason === 'not_found' ? notFound(outcome.detail) : conflict(outcome.detail);
-}
+const pay = z.strictObject({
+  emv: z.string().trim().min(1).max(512),
+  amount: cents.optional(),
+  payer_name: z.string().trim().min(1).max(140).optional(),
+  payer_document: document.optional(),
+  payer_ispb: ispb.optional(),
+});
 
 /**
  * Rail simulator controls of contract section 4: the directory of other institutions, decisions on
- * payouts, returns by receivers and incoming PIX. Each call answers after the service applied its
+ * payouts, returns by receivers, incoming PIX and BR Code payments. Each call answers after the service applied its
  * effect (the simulator delivers the resulting notification before answering).
  */
 export async function pixSandboxRoutes(app: FastifyInstance, ctx: AppContext) {
@@ -120,5 +124,17 @@ export async function pixSandboxRoutes(app: FastifyInstance, ctx: AppContext) {
     const row = await pix.findByEndToEndId(ctx.db, endToEndId);
     if (!row) throw new Error(`inbound payment ${endToEndId} was not credited in time`);
     return reply.code(201).send({ transaction_id: row.transaction_id, end_to_end_id: row.end_to_end_id, amount: row.amount });
+  });
+
+  app.post('/pix/pay', async (req, reply) => {
+    const body = parseOrThrow(pay, req.body);
+    const paid = await payBrCode(ctx, sim, {
+      emv: body.emv,
+      amountCents: body.amount,
+      payerName: body.payer_name,
+      payerDocument: body.payer_document,
+      payerIspb: body.payer_ispb,
+    });
+    return reply.code(201).send(paid);
   });
 }

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { requireAdminToken } from '../admin/routes.js';
 import type { AppContext } from '../context.js';
+import { medSandboxRoutes } from './med.routes.js';
 import { pixSandboxRoutes } from './pix.routes.js';
 
 /**
@@ -14,5 +15,6 @@ export function sandboxRoutes(ctx: AppContext) {
     if (ctx.config.appEnv === 'production') return;
     app.addHook('onRequest', requireAdminToken(ctx.config.adminToken));
     await pixSandboxRoutes(app, ctx);
+    await medSandboxRoutes(app, ctx);
   };
 }

@@ -1,5 +1,6 @@
 import type { AppContext } from '../context.js';
-import { badRequest, notFound, unprocessable, type FieldMap } from '../http/errors.js';
+import { notFound, unprocessable } from '../http/errors.js';
+import { QueryReader, readPageAndDates } from '../http/query.js';
 import * as merchants from '../merchants/repository.js';
 import {
   findInAccount,
@@ -17,10 +18,6 @@ import { receipt, statementItem, transactionRecord } from './views.js';
  * GET /statement, GET /transactions, the four lookups and the receipt. Statement and list errors
  * are 400 with `worked: false` beside `errors` (the spec's statement business errors carry it).
  */
-export const PER_PAGE_DEFAULT = 20;
-export const PER_PAGE_MAX = 100;
-const PAGE_MAX = 1_000_000;
-const DAY_MS = 86_400_000;
 
 export interface ListParams {
   page: number;
@@ -29,54 +26,16 @@ export interface ListParams {
 }
 
 /**
- * Reads the query string: page (>= 1, default 1), per_page (1 to 100, default 20; above 100 is a
- * 400, not clamped), status, type, date_from and date_to (`YYYY-MM-DD`, UTC: from 00:00:00Z, to
- * 23:59:59Z inclusive). Unknown parameters are ignored.
+ * Reads the query string: page, per_page, date_from and date_to (`readPageAndDates`), status and
+ * type. Unknown parameters are ignored.
  */
 export function parseListParams(raw: unknown): ListParams {
-  const q = (raw ?? {}) as Record<string, unknown>;
-  const fields: FieldMap = {};
-  const add = (f: string, m: string) => (fields[f] ??= []).push(m);
-  const int = (name: string, min: number, max: number, fallback: number): number => {
-    const v = q[name];
-    if (v === undefined || v === '') return fallback;
-    if (typeof v !== 'string' || !/^\d{1,9}$/.test(v)) {
-      add(name, 'must be an integer');
-      return fallback;
-    }
-    const n = Number(v);
-    if (n < min) add(name, `must be greater than or equal to ${min}`);
-    if (n > max) add(name, `must be less than or equal to ${max}`);
-    return n;
-  };
-  const oneOf = <T extends string>(name: string, values: readonly T[]): T | undefined => {
-    const v = q[name];
-    if (v === undefined || v === '') return undefined;
-    if (typeof v !== 'string' || !(values as readonly string[]).includes(v)) {
-      add(name, `must be one of: ${values.join(', ')}`);
-      return undefined;
-    }
-    return v as T;
-  };
-  const date = (name: string): Date | undefined => {
-    const v = q[name];
-    if (v === undefined || v === '') return undefined;
-    const d = typeof v === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(v) ? new Date(`${v}T00:00:00Z`) : null;
-    if (!d || Number.isNaN(d.getTime()) || d.toISOString().slice(0, 10) !== v) {
-      add(name, 'must be a date YYYY-MM-DD');
-      return undefined;
-    }
-    return d;
-  };
-  const page = int('page', 1, PAGE_MAX, 1);
-  const perPage = int('per_page', 1, PER_PAGE_MAX, PER_PAGE_DEFAULT);
-  const status = oneOf('status', STATEMENT_FILTERS);
-  const type = oneOf('type', TRANSACTION_TYPES);
-  const from = date('date_from');
-  const to = date('date_to');
-  if (from && to && to < from) add('date_to', 'must not be before date_from');
-  if (Object.keys(fields).length > 0) throw badRequest(fields, { worked: true });
-  return { page, perPage, query: { status, type, from, before: to ? new Date(to.getTime() + DAY_MS) : undefined } };
+  const r = new QueryReader(raw);
+  const { page, perPage, from, before } = readPageAndDates(r);
+  const status = r.oneOf('status', STATEMENT_FILTERS);
+  const type = r.oneOf('type', TRANSACTION_TYPES);
+  r.done({ worked: true });
+  return { page, perPage, query: { status, type, from, before } };
 }
 
 /**

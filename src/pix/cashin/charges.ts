@@ -21,7 +21,7 @@ import type { ChargeRow } from './repository.js';
  * account's PIX keys, stored as a pending inbound statement record plus a `pix_charges` row, with
  * its deadline kept in the database so that expiry fires after a restart too.
  *
- *   created --(payment matching the txid, amount and account, before the deadline; part 2)--> paid
+ *   created --(payment matching the txid, amount and account, before the deadline)--> paid
  *   created --(deadline passed; expiry worker)--> expired
  */
 export const CHARGE = {
@@ -310,7 +310,7 @@ export type ChargeMatch =
   | { matched: false; reason: UnmatchedReason; charge: ChargeRow | null };
 
 /**
- * For part 2 (inbound crediting): decides, inside the crediting transaction, whether an inbound PIX
+ * Called by the inbound crediting (`receiveInboundPayment`): decides, inside the crediting transaction, whether an inbound PIX
  * pays a charge. The charge row stays locked until that transaction ends, so a payment and the
  * expiry worker never both win. A payment pays a charge when it carries the charge's txid (BR Code
  * field 62-05), arrives for the charge's account (the key it was sent to is the account's), before

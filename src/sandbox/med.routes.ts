@@ -1,0 +1,54 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { AppContext } from '../context.js';
+import { cents, parseOrThrow } from '../http/validation.js';
+import { END_TO_END_ID } from '../lib/ids.js';
+import { centsToBaseUnits } from '../lib/money.js';
+import { MED } from '../med/infractions.js';
+import { infractionId, medRecord } from '../med/merchant.js';
+import * as med from '../med/repository.js';
+import { INFRACTION_DECISIONS } from '../rail/rail.js';
+import { SimulatedRail } from '../rail/simulator.js';
+import { unwrap } from './outcome.js';
+
+const report = z.strictObject({
+  end_to_end_id: z.string().trim().regex(END_TO_END_ID, 'must be an end-to-end id (E + ISPB + date + 11 characters)'),
+  reason: z.string().trim().min(1).max(140).optional(),
+  amount: cents.optional(),
+});
+const resolve = z.strictObject({ decision: z.enum(INFRACTION_DECISIONS) });
+
+/**
+ * MED controls of contract section 4: the payer's side reports an infraction against a PIX this
+ * institution received, and the central bank's final decision resolves it. Each call answers after
+ * the service applied its effect, with the MED record as the merchant sees it (docs/med.md).
+ */
+export async function medSandboxRoutes(app: FastifyInstance, ctx: AppContext) {
+  const sim = ctx.rail;
+  if (!(sim instanceof SimulatedRail)) return;
+
+  const view = async (id: string) => {
+    const row = await med.findInfraction(ctx.db, id);
+    if (!row) throw new Error(`infraction ${id} was not applied in time`);
+    return medRecord(row);
+  };
+
+  app.post('/infractions', async (req, reply) => {
+    const body = parseOrThrow(report, req.body);
+    const { id } = unwrap(
+      await sim.reportInfraction({
+        endToEndId: body.end_to_end_id,
+        amount: body.amount === undefined ? undefined : centsToBaseUnits(body.amount),
+        reason: body.reason ?? MED.defaultReason,
+      }),
+    );
+    return reply.code(201).send(await view(id));
+  });
+
+  app.post<{ Params: { id: string } }>('/infractions/:id/resolve', async (req) => {
+    const id = infractionId(req.params.id);
+    const { decision } = parseOrThrow(resolve, req.body);
+    unwrap(await sim.resolveInfraction(id, decision));
+    return view(id);
+  });
+}
