@@ -33,6 +33,27 @@ describe.each(BACKENDS)('admin API on %s', (backend) => {
     });
   });
 
+  describe('failed authentications', () => {
+    it('past 5 failures a minute from one address the answer is 429 with Retry-After; the right token still passes', async () => {
+      // A clock that stands still: the five failures and the sixth fall in one window.
+      const now = new Date();
+      const fresh = await startTestServer({ backend, clock: { now: () => now } });
+      try {
+        const attempt = (token: string) => fetch(`${fresh.url}/api/admin/accounts/1`, { headers: { authorization: `Bearer ${token}` } });
+        for (let i = 0; i < 5; i++) expect((await attempt(`wrong-token-${i}-xxxxxxxx`)).status).toBe(401);
+        const limited = await attempt('wrong-token-6-xxxxxxxx');
+        expect(limited.status).toBe(429);
+        expect(await limited.json()).toEqual({ errors: { rate_limited: 'Too many failed admin authentications from this address; retry later' } });
+        expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+        expect((await fresh.admin('GET', '/accounts/999999')).status).toBe(404);
+        const sandbox = await fetch(`${fresh.url}/api/sandbox/dict/keys`, { method: 'POST', headers: { authorization: 'Bearer nope' } });
+        expect(sandbox.status).toBe(429);
+      } finally {
+        await fresh.close();
+      }
+    });
+  });
+
   describe('POST /merchants', () => {
     it('201 with the merchant and its first account', async () => {
       const document = validCpf();

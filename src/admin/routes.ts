@@ -1,9 +1,11 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { createApiKey, revokeApiKey, updateApiKey, apiKeyView } from '../auth/apiKeys.js';
 import { createCentralKey } from '../auth/centralKeys.js';
 import { constantTimeEqual } from '../auth/secrets.js';
 import type { AppContext } from '../context.js';
-import { businessError } from '../http/errors.js';
+import { resolveClientIp } from '../http/clientIp.js';
+import { businessError, HttpError } from '../http/errors.js';
+import type { WindowHit } from '../ratelimit/fixedWindow.js';
 import { parseOrThrow } from '../http/validation.js';
 import type { AccountRow } from '../merchants/repository.js';
 import * as merchants from '../merchants/service.js';
@@ -16,7 +18,7 @@ import { webhookAdminRoutes } from '../webhooks/admin.routes.js';
 /** The operator API (contract section 3), under /api/admin, behind `Authorization: Bearer <ADMIN_TOKEN>`. */
 export function adminRoutes(ctx: AppContext) {
   return async function plugin(app: FastifyInstance) {
-    app.addHook('onRequest', requireAdminToken(ctx.config.adminToken));
+    app.addHook('onRequest', requireAdminToken(ctx));
     app.setNotFoundHandler((_req, reply) => reply.code(404).send({ errors: { not_found: 'route not found' } }));
 
     app.post('/merchants', async (req, reply) => {
@@ -109,13 +111,35 @@ export function adminRoutes(ctx: AppContext) {
   };
 }
 
-export function requireAdminToken(token: string) {
-  return async function checkAdminToken(req: { headers: Record<string, string | string[] | undefined> }) {
+/** The spec's limit for authentication endpoints: failed admin/sandbox authentications per minute per address. */
+export const ADMIN_AUTH_FAILURES_PER_MINUTE = 5;
+
+/**
+ * Bearer ADMIN_TOKEN check of /api/admin and /api/sandbox, compared in constant time. Failed
+ * attempts are counted per client address: past 5 in a minute the answer is 429 (the right token
+ * still passes, so an attacker cannot lock the operator out, only stop guessing).
+ */
+export function requireAdminToken(ctx: AppContext) {
+  const token = ctx.config.adminToken;
+  return async function checkAdminToken(req: FastifyRequest) {
     const header = req.headers.authorization;
     const presented = typeof header === 'string' && header.startsWith('Bearer ') ? header.slice(7) : '';
-    if (presented === '' || !constantTimeEqual(presented, token)) {
-      throw businessError(401, 'unauthorized', 'Missing or invalid admin token');
+    if (presented !== '' && constantTimeEqual(presented, token)) return;
+    const ip = resolveClientIp(req.socket.remoteAddress ?? '', req.headers['x-forwarded-for'], ctx.config.trustedProxies);
+    let hit: WindowHit | undefined;
+    try {
+      hit = await ctx.rateCounter.hit(`admin-auth-failure:${ip}`, ADMIN_AUTH_FAILURES_PER_MINUTE, 60);
+    } catch (err) {
+      req.log.warn({ err: (err as Error).message }, 'admin authentication limiter unavailable');
     }
+    if (hit && !hit.allowed) {
+      throw new HttpError(
+        429,
+        { errors: { rate_limited: 'Too many failed admin authentications from this address; retry later' } },
+        { 'retry-after': String(hit.retryAfter) },
+      );
+    }
+    throw businessError(401, 'unauthorized', 'Missing or invalid admin token');
   };
 }
 

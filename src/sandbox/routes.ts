@@ -13,7 +13,7 @@ export function sandboxRoutes(ctx: AppContext) {
   return async function plugin(app: FastifyInstance) {
     app.setNotFoundHandler((_req, reply) => reply.code(404).send({ errors: { not_found: 'route not found' } }));
     if (ctx.config.appEnv === 'production') return;
-    app.addHook('onRequest', requireAdminToken(ctx.config.adminToken));
+    app.addHook('onRequest', requireAdminToken(ctx));
     await pixSandboxRoutes(app, ctx);
     await medSandboxRoutes(app, ctx);
   };
