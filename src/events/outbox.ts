@@ -8,9 +8,9 @@ export interface OutboxEvent {
   /** What the event is about (a transaction_id, a charge id, an infraction id): deliveries for one
    *  subject go out in the order their events were written. */
   subject: string;
-  /** The delivery body without `event`, which is added; must carry `status`. Amounts in base
-   *  units, dates as ISO 8601 with Z. */
-  payload: Record<string, unknown> & { status: string };
+  /** The delivery body without `event`, which is added. `status` defaults to the catalog's
+   *  "Status in body" of the event. Amounts in base units, dates as ISO 8601 with Z. */
+  payload: Record<string, unknown> & { status?: string };
 }
 
 /**
@@ -18,8 +18,9 @@ export interface OutboxEvent {
  * change, so the event exists if and only if the change committed.
  */
 export async function emitEvent(tx: Sql, e: OutboxEvent): Promise<string> {
-  if (!catalogEntry(e.event)) throw new Error(`event ${e.event} is not in the catalog`);
-  const body = { event: e.event, ...e.payload };
+  const entry = catalogEntry(e.event);
+  if (!entry) throw new Error(`event ${e.event} is not in the catalog`);
+  const body = { event: e.event, ...e.payload, status: e.payload.status ?? entry.status };
   const [row] = await tx.query<{ event_id: string }>(
     `INSERT INTO outbox_events (event, merchant_id, account_id, subject, payload)
      VALUES ($1, $2, $3, $4, $5::jsonb) RETURNING event_id`,

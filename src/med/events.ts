@@ -1,5 +1,4 @@
 import type { Sql } from '../db/db.js';
-import { catalogEntry } from '../events/catalog.js';
 import { emitEvent } from '../events/outbox.js';
 import { isoZ } from '../lib/clock.js';
 import type { InfractionRow } from './repository.js';
@@ -12,17 +11,9 @@ import type { InfractionRow } from './repository.js';
 
 type Payload = Record<string, unknown>;
 
-/** Writes a MED event in the caller's transaction; `status` defaults to the catalog's. */
+/** Writes a MED event in the caller's transaction (`status` defaults to the catalog's, see emitEvent). */
 export async function emitMedEvent(tx: Sql, infraction: InfractionRow, event: string, payload: Payload & { status?: string }): Promise<void> {
-  const status = payload.status ?? catalogEntry(event)?.status;
-  if (!status) throw new Error(`event ${event} is not in the catalog`);
-  await emitEvent(tx, {
-    event,
-    merchantId: infraction.merchant_id,
-    accountId: infraction.account_id,
-    subject: infraction.id,
-    payload: { ...payload, status },
-  });
+  await emitEvent(tx, { event, merchantId: infraction.merchant_id, accountId: infraction.account_id, subject: infraction.id, payload });
 }
 
 /** What every `pix.infraction.*` event says: the infraction and the PIX it is about. */

@@ -1,5 +1,4 @@
 import type { Sql } from '../db/db.js';
-import { catalogEntry } from '../events/catalog.js';
 import { emitEvent } from '../events/outbox.js';
 import { isoZ } from '../lib/clock.js';
 import type { OwnedTransaction } from './repository.js';
@@ -14,15 +13,7 @@ type Payload = Record<string, unknown>;
 
 /** Writes `event` about `row` (its subject is the row's transaction_id) in the caller's transaction. */
 export async function emitFor(tx: Sql, event: string, row: OwnedTransaction, payload: Payload): Promise<void> {
-  const status = catalogEntry(event)?.status;
-  if (!status) throw new Error(`event ${event} is not in the catalog`);
-  await emitEvent(tx, {
-    event,
-    merchantId: row.merchant_id,
-    accountId: row.account_id,
-    subject: row.transaction_id,
-    payload: { status, ...payload },
-  });
+  await emitEvent(tx, { event, merchantId: row.merchant_id, accountId: row.account_id, subject: row.transaction_id, payload });
 }
 
 /** What every `pix.payout.*` event says about the payout. */

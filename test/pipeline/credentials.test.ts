@@ -1,19 +1,18 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BACKENDS } from '../helpers/db.js';
 import { ApiClient, merchantWithKey, type MerchantFixture } from '../helpers/client.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
-import { pipelineTestRoutes } from './testRoutes.js';
+import type { TestServer } from '../helpers/server.js';
+import { withPipelineServer } from './testRoutes.js';
 
 const SHAPE1 = (status: number, message: string) => ({ error: { status, message } });
 
 describe.each(BACKENDS)('pipeline stage 3, credentials, on %s', (backend) => {
   let s: TestServer;
   let m: MerchantFixture;
-  beforeAll(async () => {
-    s = await startTestServer({ backend, externalPlugins: [pipelineTestRoutes] });
-    m = await merchantWithKey(s);
+  withPipelineServer({ backend }, (server, merchant) => {
+    s = server;
+    m = merchant;
   });
-  afterAll(async () => s?.close());
 
   const raw = (headers: Record<string, string>) => fetch(`${s.url}/api/external/test/ping`, { headers });
 

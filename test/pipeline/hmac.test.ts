@@ -1,23 +1,22 @@
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { signV1 } from '../../src/auth/hmac.js';
 import { MemoryNonceStore, RedisNonceStore, type NonceStore } from '../../src/auth/nonceStore.js';
 import { BACKENDS } from '../helpers/db.js';
 import { merchantWithKey, type MerchantFixture } from '../helpers/client.js';
 import { REDIS_VARIANTS, openTestRedis } from '../helpers/redis.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { executions, pipelineTestRoutes } from './testRoutes.js';
+import { executions, pipelineTestRoutes, withPipelineServer } from './testRoutes.js';
 
 const detail = (d: string) => ({ worked: false, detail: d });
 
 describe.each(BACKENDS)('pipeline stage 5, HMAC v1, on %s', (backend) => {
   let s: TestServer;
   let m: MerchantFixture;
-  beforeAll(async () => {
-    s = await startTestServer({ backend, externalPlugins: [pipelineTestRoutes] });
-    m = await merchantWithKey(s);
+  withPipelineServer({ backend }, (server, merchant) => {
+    s = server;
+    m = merchant;
   });
-  afterAll(async () => s?.close());
 
   it('accepts a v1 signature over the canonical body, in lower or upper case hex', async () => {
     const body = { b: 1, a: 'x' };
@@ -88,11 +87,10 @@ describe.each(BACKENDS)('pipeline stage 5, HMAC v1, on %s', (backend) => {
 describe.each(BACKENDS)('pipeline stage 5, HMAC v2, on %s', (backend) => {
   let s: TestServer;
   let m: MerchantFixture;
-  beforeAll(async () => {
-    s = await startTestServer({ backend, externalPlugins: [pipelineTestRoutes] });
-    m = await merchantWithKey(s);
+  withPipelineServer({ backend }, (server, merchant) => {
+    s = server;
+    m = merchant;
   });
-  afterAll(async () => s?.close());
 
   it('accepts a v2 signature (timestamp, nonce, method, path, idempotency key, canonical body)', async () => {
     const res = await m.client.post('/test/echo', { a: 1 }, { sign: 'v2' });

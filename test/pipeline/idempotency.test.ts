@@ -1,19 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { IdempotencyLostError, IdempotencyStore, requestHash } from '../../src/external/idempotency.js';
 import { BACKENDS } from '../helpers/db.js';
 import { merchantWithKey, type MerchantFixture } from '../helpers/client.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
-import { executions, pipelineTestRoutes } from './testRoutes.js';
+import type { TestServer } from '../helpers/server.js';
+import { executions, withPipelineServer } from './testRoutes.js';
 
 describe.each(BACKENDS)('pipeline stage 8, idempotency, on %s', (backend) => {
   let s: TestServer;
   let m: MerchantFixture;
-  beforeAll(async () => {
-    s = await startTestServer({ backend, externalPlugins: [pipelineTestRoutes] });
-    m = await merchantWithKey(s);
+  withPipelineServer({ backend }, (server, merchant) => {
+    s = server;
+    m = merchant;
   });
-  afterAll(async () => s?.close());
 
   const key = () => `idem-${randomUUID()}`;
 

@@ -1,20 +1,19 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { signV1 } from '../../src/auth/hmac.js';
 import { canonicalStringify } from '../../src/lib/canonicalJson.js';
-import { merchantWithKey, type MerchantFixture } from '../helpers/client.js';
+import type { MerchantFixture } from '../helpers/client.js';
 import { jsonObject, leaves, mutateLeaf, variantText } from '../helpers/jsonVariants.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
-import { pipelineTestRoutes } from './testRoutes.js';
+import type { TestServer } from '../helpers/server.js';
+import { withPipelineServer } from './testRoutes.js';
 
 describe('signature property over HTTP', () => {
   let s: TestServer;
   let m: MerchantFixture;
-  beforeAll(async () => {
-    s = await startTestServer({ env: { RATE_LIMIT_PER_MINUTE: '1000000' }, externalPlugins: [pipelineTestRoutes] });
-    m = await merchantWithKey(s);
+  withPipelineServer({ env: { RATE_LIMIT_PER_MINUTE: '1000000' } }, (server, merchant) => {
+    s = server;
+    m = merchant;
   });
-  afterAll(async () => s?.close());
 
   it('a client signing canonical(obj) is accepted whatever key order, whitespace or escapes it sends; any one-value change is rejected', async () => {
     await fc.assert(

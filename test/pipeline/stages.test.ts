@@ -1,17 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BACKENDS } from '../helpers/db.js';
 import { merchantWithKey, type MerchantFixture } from '../helpers/client.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
-import { pipelineTestRoutes } from './testRoutes.js';
+import type { TestServer } from '../helpers/server.js';
+import { withPipelineServer } from './testRoutes.js';
 
 describe.each(BACKENDS)('pipeline stages 1, 2 and 7 on %s', (backend) => {
   let s: TestServer;
   let m: MerchantFixture;
-  beforeAll(async () => {
-    s = await startTestServer({ backend, externalPlugins: [pipelineTestRoutes] });
-    m = await merchantWithKey(s);
+  withPipelineServer({ backend }, (server, merchant) => {
+    s = server;
+    m = merchant;
   });
-  afterAll(async () => s?.close());
 
   describe('stage 1, content type', () => {
     it('415 with the shape-1 message and a hint for curl’s form-urlencoded default', async () => {

@@ -1,6 +1,9 @@
 import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll } from 'vitest';
 import type { AppContext } from '../../src/context.js';
 import { principal, recordAnswer } from '../../src/external/pipeline.js';
+import { merchantWithKey, type MerchantFixture } from '../helpers/client.js';
+import { startTestServer, type TestServer, type TestServerOptions } from '../helpers/server.js';
 
 /**
  * Routes mounted behind the real pipeline for its tests only:
@@ -46,4 +49,17 @@ export async function pipelineTestRoutes(app: FastifyInstance, ctx: AppContext) 
 export async function executions(ctx: AppContext, clientId: string): Promise<number> {
   const [row] = await ctx.db.query<{ n: number }>('SELECT count(*)::bigint AS n FROM pipeline_test_executions WHERE client_id = $1', [clientId]);
   return row!.n;
+}
+
+/**
+ * For a describe block: a server with these routes behind the real pipeline and a merchant holding
+ * every permission, started before its tests and closed after them.
+ */
+export function withPipelineServer(options: TestServerOptions, ready: (server: TestServer, merchant: MerchantFixture) => void) {
+  let server: TestServer | undefined;
+  beforeAll(async () => {
+    server = await startTestServer({ ...options, externalPlugins: [pipelineTestRoutes] });
+    ready(server, await merchantWithKey(server));
+  });
+  afterAll(async () => server?.close());
 }
