@@ -1,5 +1,29 @@
 import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
 import type { AppContext } from './context.js';
+import { defineRoutes, mount } from './http/routeSpec.js';
+
+export const healthApi = defineRoutes({
+  healthz: {
+    method: 'GET',
+    path: '/healthz',
+    operationId: 'healthz',
+    tag: 'Health',
+    summary: 'The process is up',
+    responses: { 200: { description: 'Up', schema: z.object({ status: z.literal('ok') }) } },
+  },
+  readyz: {
+    method: 'GET',
+    path: '/readyz',
+    operationId: 'readyz',
+    tag: 'Health',
+    summary: 'The database (and Redis, when configured) answer',
+    responses: {
+      200: { description: 'Ready', schema: z.object({ status: z.literal('ready'), checks: z.record(z.string(), z.string()) }) },
+      503: { description: 'Not ready', schema: z.object({ status: z.literal('not ready'), checks: z.record(z.string(), z.string()) }) },
+    },
+  },
+});
 
 const PROBE_TIMEOUT_MS = 2000;
 
@@ -16,8 +40,8 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 /** `/healthz`: the process is up. `/readyz`: the database (and Redis, when configured) answer. */
 export function healthRoutes(ctx: AppContext) {
   return async function plugin(app: FastifyInstance) {
-    app.get('/healthz', async () => ({ status: 'ok' }));
-    app.get('/readyz', async (_req, reply) => {
+    mount(app, healthApi.healthz, async () => ({ status: 'ok' }));
+    mount(app, healthApi.readyz, async (_req, reply) => {
       const checks: Record<string, string> = {};
       let ready = true;
       try {

@@ -13,6 +13,8 @@ import type { Balances } from '../ledger/ledger.js';
 import { registerOwnKey } from '../pix/ownKeys.js';
 import { whitelistWarnings } from '../auth/ipWhitelist.js';
 import * as S from './schemas.js';
+import { adminApi as api } from './admin.api.js';
+import { mount } from '../http/routeSpec.js';
 import { webhookAdminRoutes } from '../webhooks/admin.routes.js';
 
 /** The operator API (contract section 3), under /api/admin, behind `Authorization: Bearer <ADMIN_TOKEN>`. */
@@ -21,7 +23,7 @@ export function adminRoutes(ctx: AppContext) {
     app.addHook('onRequest', requireAdminToken(ctx));
     app.setNotFoundHandler((_req, reply) => reply.code(404).send({ errors: { not_found: 'route not found' } }));
 
-    app.post('/merchants', async (req, reply) => {
+    mount(app, api.createMerchant, async (req, reply) => {
       const body = parseOrThrow(S.createMerchant, req.body);
       const { merchant, account } = await merchants.createMerchant(ctx.db, body);
       return reply.code(201).send({
@@ -33,20 +35,20 @@ export function adminRoutes(ctx: AppContext) {
       });
     });
 
-    app.get('/accounts/:account_id', async (req) => {
+    mount(app, api.getAccount, async (req) => {
       const { account_id } = parseOrThrow(S.accountIdParam, req.params);
       const view = await merchants.getAccount(ctx.db, account_id);
       return accountView(view.account, view.balances);
     });
 
-    app.patch('/accounts/:account_id', async (req) => {
+    mount(app, api.patchAccount, async (req) => {
       const { account_id } = parseOrThrow(S.accountIdParam, req.params);
       const patch = parseOrThrow(S.patchAccount, req.body);
       const view = await merchants.updateAccount(ctx.db, account_id, patch);
       return accountView(view.account, view.balances);
     });
 
-    app.post('/accounts/:account_id/deposits', async (req, reply) => {
+    mount(app, api.deposit, async (req, reply) => {
       const { account_id } = parseOrThrow(S.accountIdParam, req.params);
       const body = parseOrThrow(S.deposit, req.body);
       const result = await merchants.deposit(ctx.db, ctx.clock, {
@@ -57,7 +59,7 @@ export function adminRoutes(ctx: AppContext) {
       return reply.code(201).send({ transaction_id: result.transactionId, amount: result.amount });
     });
 
-    app.post('/api-keys', async (req, reply) => {
+    mount(app, api.createApiKey, async (req, reply) => {
       const body = parseOrThrow(S.createApiKey, req.body);
       const { key, clientSecret } = await createApiKey(ctx.db, {
         merchantId: body.merchant_id,
@@ -77,7 +79,7 @@ export function adminRoutes(ctx: AppContext) {
       });
     });
 
-    app.patch('/api-keys/:client_id', async (req) => {
+    mount(app, api.patchApiKey, async (req) => {
       const { client_id } = parseOrThrow(S.clientIdParam, req.params);
       const body = parseOrThrow(S.patchApiKey, req.body);
       const key = await updateApiKey(ctx.db, client_id, {
@@ -89,19 +91,19 @@ export function adminRoutes(ctx: AppContext) {
       return { ...apiKeyView(key), ...(warnings.length ? { warnings } : {}) };
     });
 
-    app.post('/api-keys/:client_id/revoke', async (req) => {
+    mount(app, api.revokeApiKey, async (req) => {
       const { client_id } = parseOrThrow(S.clientIdParam, req.params);
       const key = await revokeApiKey(ctx.db, client_id);
       return { client_id: key.client_id, active: key.active };
     });
 
-    app.post('/pix-keys', async (req, reply) => {
+    mount(app, api.createPixKey, async (req, reply) => {
       const body = parseOrThrow(S.createPixKey, req.body);
       const row = await registerOwnKey(ctx.db, ctx.rail, { accountId: body.account_id, type: body.type, key: body.key });
       return reply.code(201).send({ account_id: row.account_id, type: row.type, key: row.key });
     });
 
-    app.post('/central-keys', async (req, reply) => {
+    mount(app, api.createCentralKey, async (req, reply) => {
       const body = parseOrThrow(S.createCentralKey, req.body);
       const { apiKey, accountId } = await createCentralKey(ctx.db, body.name, body.account_id ?? null);
       return reply.code(201).send({ api_key: apiKey, name: body.name, account_id: accountId });

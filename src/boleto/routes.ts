@@ -2,13 +2,13 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.js';
 import { safeSum } from '../lib/money.js';
 import { BoletoError, boletoErrorHandler, notFound, parseInput, successBody } from './errors.js';
-import { boletoPipeline, callerOf, type BoletoRouteConfig } from './pipeline.js';
-import type { BoletoEndpoint } from './rateLimit.js';
+import { boletoPipeline, callerOf } from './pipeline.js';
 import * as S from './schemas.js';
+import { boletoApi as api } from './boleto.api.js';
+import { mount } from '../http/routeSpec.js';
 import * as boletos from './service.js';
 import * as settlements from './settlement.js';
 
-const endpoint = (name: BoletoEndpoint): { config: BoletoRouteConfig } => ({ config: { boletoEndpoint: name } });
 
 function send(reply: FastifyReply, request: FastifyRequest, status: number, data: unknown, meta?: Record<string, unknown>) {
   return reply.code(status).send(successBody(request, data, meta));
@@ -40,13 +40,13 @@ export function boletoRoutes(ctx: AppContext) {
     });
     app.addHook('onRequest', boletoPipeline(ctx));
 
-    app.post('/boletos', endpoint('POST /boletos'), async (request, reply) => {
+    mount(app, api.create, async (request, reply) => {
       const { boleto } = parseInput(S.createBoleto, request.body);
       const row = await boletos.createBoleto(ctx, callerOf(request), boleto);
       return send(reply, request, 201, boletos.boletoView(row));
     });
 
-    app.get('/boletos', endpoint('GET /boletos'), async (request, reply) => {
+    mount(app, api.list, async (request, reply) => {
       const q = parseInput(S.listBoletosQuery, request.query);
       const limit = q.limit ?? S.DEFAULT_PAGE_SIZE;
       const rows = await boletos.listBoletos(ctx, callerOf(request), {
@@ -58,30 +58,30 @@ export function boletoRoutes(ctx: AppContext) {
       return send(reply, request, 200, rows.map(boletos.boletoView), pageMeta(rows, limit, (b) => b.id));
     });
 
-    app.get('/boletos/:nosso_numero', endpoint('GET /boletos/:nosso_numero'), async (request, reply) => {
+    mount(app, api.get, async (request, reply) => {
       const { nosso_numero } = parseInput(S.nossoNumeroParams, request.params);
       return send(reply, request, 200, boletos.boletoView(await boletos.getBoleto(ctx, callerOf(request), nosso_numero)));
     });
 
-    app.patch('/boletos/:nosso_numero', endpoint('PATCH /boletos/:nosso_numero'), async (request, reply) => {
+    mount(app, api.patch, async (request, reply) => {
       const { nosso_numero } = parseInput(S.nossoNumeroParams, request.params);
       const { boleto } = parseInput(S.patchBoleto, request.body);
       return send(reply, request, 200, boletos.boletoView(await boletos.updateBoleto(ctx, callerOf(request), nosso_numero, boleto)));
     });
 
-    app.delete('/boletos/:nosso_numero', endpoint('DELETE /boletos/:nosso_numero'), async (request, reply) => {
+    mount(app, api.cancel, async (request, reply) => {
       const { nosso_numero } = parseInput(S.nossoNumeroParams, request.params);
       return send(reply, request, 200, boletos.boletoView(await boletos.cancelBoleto(ctx, callerOf(request), nosso_numero)));
     });
 
-    app.post('/boletos/:nosso_numero/pay', endpoint('POST /boletos/:nosso_numero/pay'), async (request, reply) => {
+    mount(app, api.pay, async (request, reply) => {
       const { nosso_numero } = parseInput(S.nossoNumeroParams, request.params);
       const body = parseInput(S.payBoleto, request.body);
       const row = await boletos.payBoleto(ctx, callerOf(request), nosso_numero, body?.amount_cents);
       return send(reply, request, 200, boletos.boletoView(row));
     });
 
-    app.get('/settlements', endpoint('GET /settlements'), async (request, reply) => {
+    mount(app, api.settlements, async (request, reply) => {
       const q = parseInput(S.listSettlementsQuery, request.query);
       const limit = q.limit ?? S.DEFAULT_PAGE_SIZE;
       const rows = await settlements.listSettlements(ctx, callerOf(request), {
@@ -91,13 +91,13 @@ export function boletoRoutes(ctx: AppContext) {
       return send(reply, request, 200, rows.map((s) => settlements.settlementView(s)), pageMeta(rows, limit, (s) => s.seq));
     });
 
-    app.get('/settlements/:id', endpoint('GET /settlements/:id'), async (request, reply) => {
+    mount(app, api.settlement, async (request, reply) => {
       const { id } = parseInput(S.settlementParams, request.params);
       const { settlement, nossoNumeros } = await settlements.getSettlement(ctx, callerOf(request), id);
       return send(reply, request, 200, settlements.settlementView(settlement, nossoNumeros));
     });
 
-    app.post('/settlements/trigger', endpoint('POST /settlements/trigger'), async (request, reply) => {
+    mount(app, api.trigger, async (request, reply) => {
       parseInput(S.triggerSettlement, request.body);
       const result = await settlements.triggerSettlement(ctx, callerOf(request));
       const data = {
@@ -109,7 +109,7 @@ export function boletoRoutes(ctx: AppContext) {
       return send(reply, request, result.settlements.length > 0 ? 201 : 200, data);
     });
 
-    app.get('/health', endpoint('GET /health'), async (request, reply) => {
+    mount(app, api.health, async (request, reply) => {
       try {
         await ctx.db.ping();
       } catch (err) {

@@ -94,10 +94,19 @@ function parameters(route: RouteSpec, group: ApiGroup): Json[] {
   return params;
 }
 
-function responseObject(status: number, spec: ResponseSpec | undefined, common: { description: string; schemas: z.ZodType[] } | undefined, ids: Map<z.ZodType, string>): Json {
+function responseObject(
+  status: number,
+  spec: ResponseSpec | undefined,
+  common: { description: string; schemas: z.ZodType[] } | undefined,
+  group: ApiGroup,
+  ids: Map<z.ZodType, string>,
+): Json {
   const refs: string[] = [];
   if (spec?.schema) refs.push(ids.get(spec.schema)!);
-  if (status >= 400) for (const s of common?.schemas ?? []) refs.push(ids.get(s)!);
+  if (status >= 400) {
+    for (const s of common?.schemas ?? []) refs.push(ids.get(s)!);
+    if (spec && group.defaultError) refs.push(ids.get(group.defaultError)!);
+  }
   const unique = [...new Set(refs)];
   const schema = unique.length === 1 ? { $ref: REF(unique[0]!) } : { anyOf: unique.map((id) => ({ $ref: REF(id) })) };
   const headers = spec?.headers ?? (status === 429 ? { 'Retry-After': 'Seconds to wait before retrying' } : undefined);
@@ -118,7 +127,7 @@ function build(): Built {
       const common = group.commonErrors(route);
       const statuses = new Set([...Object.keys(route.responses).map(Number), ...Object.keys(common).map(Number)]);
       const responses: Record<string, Json> = {};
-      for (const status of [...statuses].sort((a, b) => a - b)) responses[String(status)] = responseObject(status, route.responses[status], common[status], ids);
+      for (const status of [...statuses].sort((a, b) => a - b)) responses[String(status)] = responseObject(status, route.responses[status], common[status], group, ids);
       const op: Json = {
         operationId: route.operationId,
         summary: route.summary,

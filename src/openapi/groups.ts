@@ -1,5 +1,13 @@
 import type { z } from 'zod';
+import { adminApi } from '../admin/admin.api.js';
+import { boletoApi, BoletoErrorBody } from '../boleto/boleto.api.js';
 import { accountApi } from '../external/account.api.js';
+import { healthApi } from '../health.js';
+import { medApi } from '../med/med.api.js';
+import { pixApi } from '../pix/pix.api.js';
+import { sandboxApi } from '../sandbox/sandbox.api.js';
+import { transactionsApi } from '../transactions/transactions.api.js';
+import { webhooksAdminApi, webhooksApi } from '../webhooks/webhooks.api.js';
 import { BusinessError, PermissionError, PipelineError, WorkedFalseError } from '../http/apiSchemas.js';
 import type { RouteSpec } from '../http/routeSpec.js';
 
@@ -13,6 +21,8 @@ export interface ApiGroup {
   headers(route: RouteSpec): Array<{ name: string; required: boolean; description: string; schema: Record<string, unknown> }>;
   security(route: RouteSpec): Array<Record<string, string[]>>;
   commonErrors(route: RouteSpec): CommonErrors;
+  /** The body of any error status a route declares: added beside the route's own schema. */
+  defaultError?: z.ZodType;
 }
 
 const routesOf = (...apis: Array<Record<string, RouteSpec>>): RouteSpec[] => apis.flatMap((api) => Object.values(api));
@@ -21,8 +31,15 @@ const ANY_EXTERNAL = [PipelineError, PermissionError, WorkedFalseError, Business
 
 export const external: ApiGroup = {
   prefix: '/api/external',
-  tags: [{ name: 'Account', description: 'Balance and CPF validation' }],
-  routes: routesOf(accountApi),
+  defaultError: BusinessError,
+  tags: [
+    { name: 'Account', description: 'Balance and CPF validation' },
+    { name: 'PIX', description: 'Sending (cash-out), returning (refund) and receiving (charges) PIX; the account’s keys' },
+    { name: 'Transactions', description: 'Statement, transaction list, lookups and receipts' },
+    { name: 'MED', description: 'Disputes of PIX received (Mecanismo Especial de Devolução)' },
+    { name: 'Webhooks', description: 'Registrations and the event catalog' },
+  ],
+  routes: routesOf(accountApi, pixApi, transactionsApi, medApi, webhooksApi),
   headers(route) {
     // X-Key-Case is described in the document's introduction, not as a parameter: the schemas
     // here are the snake_case form, and a camelCase exchange is the same document with keys renamed.
@@ -65,4 +82,78 @@ export const external: ApiGroup = {
   },
 };
 
-export const API_GROUPS: readonly ApiGroup[] = [external];
+const bearer = (): Array<Record<string, string[]>> => [{ AdminBearer: [] }];
+const noHeaders = () => [];
+
+/** Errors of the operator and sandbox APIs: the business shape, and the failed-token limiter. */
+function operatorErrors(route: RouteSpec): CommonErrors {
+  const e: CommonErrors = {
+    400: { description: 'Malformed request (field map)', schemas: [BusinessError] },
+    401: { description: 'Missing or invalid admin token', schemas: [BusinessError] },
+    429: { description: 'Too many failed admin authentications from this address (Retry-After)', schemas: [BusinessError] },
+    500: { description: 'Internal error', schemas: [BusinessError] },
+  };
+  if (route.body) {
+    e[413] = { description: 'Body larger than 1 MiB', schemas: [BusinessError] };
+    e[415] = { description: 'Content-Type is not application/json', schemas: [BusinessError] };
+  }
+  return e;
+}
+
+export const admin: ApiGroup = {
+  prefix: '/api/admin',
+  defaultError: BusinessError,
+  tags: [
+    { name: 'Operator', description: 'Merchants, accounts, deposits, API keys, PIX keys and central keys (ADMIN_TOKEN)' },
+    { name: 'Operator: webhooks', description: 'Every merchant’s webhooks and their deliveries' },
+  ],
+  routes: routesOf(adminApi, webhooksAdminApi),
+  headers: noHeaders,
+  security: bearer,
+  commonErrors: operatorErrors,
+};
+
+export const sandbox: ApiGroup = {
+  prefix: '/api/sandbox',
+  defaultError: BusinessError,
+  tags: [{ name: 'Sandbox', description: 'The rail simulator’s controls (not served when APP_ENV=production)' }],
+  routes: routesOf(sandboxApi),
+  headers: noHeaders,
+  security: bearer,
+  commonErrors: operatorErrors,
+};
+
+export const central: ApiGroup = {
+  prefix: '/api/v1/central',
+  defaultError: BoletoErrorBody,
+  tags: [{ name: 'Boleto central', description: 'Boletos and their settlements (X-API-Key)' }],
+  routes: routesOf(boletoApi),
+  headers: noHeaders,
+  security: () => [{ CentralApiKey: [] }],
+  commonErrors(route) {
+    const all = (description: string) => ({ description, schemas: [BoletoErrorBody] });
+    const e: CommonErrors = {
+      400: all('VALIDATION_ERROR (details.fields) or INVALID_JSON'),
+      401: all('UNAUTHORIZED: missing or unknown X-API-Key'),
+      429: all('RATE_LIMITED (Retry-After)'),
+      500: all('INTERNAL_ERROR'),
+    };
+    if (route.path === '/health') e[503] = all('SERVICE_UNAVAILABLE: the database does not answer');
+    if (route.body) {
+      e[413] = all('PAYLOAD_TOO_LARGE');
+      e[415] = all('UNSUPPORTED_MEDIA_TYPE');
+    }
+    return e;
+  },
+};
+
+export const root: ApiGroup = {
+  prefix: '',
+  tags: [{ name: 'Health', description: 'Liveness and readiness' }],
+  routes: routesOf(healthApi),
+  headers: noHeaders,
+  security: () => [],
+  commonErrors: () => ({}),
+};
+
+export const API_GROUPS: readonly ApiGroup[] = [external, central, admin, sandbox, root];

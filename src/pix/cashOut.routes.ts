@@ -3,10 +3,12 @@ import type { AppContext } from '../context.js';
 import { principal, recordAnswer } from '../external/pipeline.js';
 import { cashOut } from './cashOut.js';
 import { parseCashOut } from './cashOutCommand.js';
+import { mount } from '../http/routeSpec.js';
+import { pixApi } from './pix.api.js';
 
 /** POST /pix/cash-out (transfer:write). */
 export async function cashOutRoutes(app: FastifyInstance, ctx: AppContext) {
-  app.post('/pix/cash-out', { config: { permission: 'transfer:write' } }, async (req, reply) => {
+  mount(app, pixApi.cashOut, async (req, reply) => {
     const command = parseCashOut(req.body);
     const { merchantId, accountId } = principal(req);
     const answer = await cashOut(ctx, { merchantId, accountId }, command, (tx, status, body) => recordAnswer(req, tx, status, body));

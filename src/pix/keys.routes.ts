@@ -3,10 +3,12 @@ import type { AppContext } from '../context.js';
 import { principal } from '../external/pipeline.js';
 import { isoZ } from '../lib/clock.js';
 import { listOwnKeys } from './ownKeys.js';
+import { mount } from '../http/routeSpec.js';
+import { pixApi } from './pix.api.js';
 
 /** GET /pix/keys (permission pix:read): the PIX keys of the key's account, oldest first. */
 export async function pixKeyRoutes(app: FastifyInstance, ctx: AppContext) {
-  app.get('/pix/keys', { config: { permission: 'pix:read' } }, async (req) => {
+  mount(app, pixApi.listKeys, async (req) => {
     const keys = await listOwnKeys(ctx.db, principal(req).accountId);
     return {
       worked: true,

@@ -3,16 +3,16 @@ import type { AppContext } from '../context.js';
 import { principal, recordAnswer } from '../external/pipeline.js';
 import { getRefund, refund } from './refund.js';
 import { parseRefund } from './refundRequest.js';
+import { mount } from '../http/routeSpec.js';
+import { pixApi } from './pix.api.js';
 
 /** POST /pix/refund (payment:write) and GET /pix/refund/:id (transfer:read). */
 export async function refundRoutes(app: FastifyInstance, ctx: AppContext) {
-  app.post('/pix/refund', { config: { permission: 'payment:write' } }, async (req, reply) => {
+  mount(app, pixApi.refund, async (req, reply) => {
     const request = parseRefund(req.body);
     const answer = await refund(ctx, principal(req).merchantId, request, (tx, status, body) => recordAnswer(req, tx, status, body));
     return reply.code(answer.statusCode).send(answer.body);
   });
 
-  app.get<{ Params: { id: string } }>('/pix/refund/:id', { config: { permission: 'transfer:read' } }, async (req) =>
-    getRefund(ctx, principal(req).merchantId, req.params.id),
-  );
+  mount(app, pixApi.getRefund, async (req) => getRefund(ctx, principal(req).merchantId, (req.params as { id: string }).id));
 }

@@ -1,22 +1,14 @@
 import type { FastifyInstance } from 'fastify';
-import { z } from 'zod';
 import type { AppContext } from '../context.js';
-import { cents, parseOrThrow } from '../http/validation.js';
-import { END_TO_END_ID } from '../lib/ids.js';
+import { parseOrThrow } from '../http/validation.js';
+import { mount } from '../http/routeSpec.js';
+import { report, resolve, sandboxApi as api } from './sandbox.api.js';
 import { centsToBaseUnits } from '../lib/money.js';
 import { MED } from '../med/infractions.js';
 import { infractionId, medRecord } from '../med/merchant.js';
 import * as med from '../med/repository.js';
-import { INFRACTION_DECISIONS } from '../rail/rail.js';
 import { SimulatedRail } from '../rail/simulator.js';
 import { unwrap } from './outcome.js';
-
-const report = z.strictObject({
-  end_to_end_id: z.string().trim().regex(END_TO_END_ID, 'must be an end-to-end id (E + ISPB + date + 11 characters)'),
-  reason: z.string().trim().min(1).max(140).optional(),
-  amount: cents.optional(),
-});
-const resolve = z.strictObject({ decision: z.enum(INFRACTION_DECISIONS) });
 
 /**
  * MED controls of contract section 4: the payer's side reports an infraction against a PIX this
@@ -33,7 +25,7 @@ export async function medSandboxRoutes(app: FastifyInstance, ctx: AppContext) {
     return medRecord(row);
   };
 
-  app.post('/infractions', async (req, reply) => {
+  mount(app, api.reportInfraction, async (req, reply) => {
     const body = parseOrThrow(report, req.body);
     const { id } = unwrap(
       await sim.reportInfraction({
@@ -45,8 +37,8 @@ export async function medSandboxRoutes(app: FastifyInstance, ctx: AppContext) {
     return reply.code(201).send(await view(id));
   });
 
-  app.post<{ Params: { id: string } }>('/infractions/:id/resolve', async (req) => {
-    const id = infractionId(req.params.id);
+  mount(app, api.resolveInfraction, async (req) => {
+    const id = infractionId((req.params as { id: string }).id);
     const { decision } = parseOrThrow(resolve, req.body);
     unwrap(await sim.resolveInfraction(id, decision));
     return view(id);

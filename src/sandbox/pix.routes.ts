@@ -1,48 +1,17 @@
 import type { FastifyInstance } from 'fastify';
-import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { badRequest } from '../http/errors.js';
-import { cents, parseOrThrow } from '../http/validation.js';
-import { isValidDocument } from '../lib/documents.js';
+import { parseOrThrow } from '../http/validation.js';
+import { mount } from '../http/routeSpec.js';
+import { dictKey, inbound, pay, returnBody, sandboxApi as api, transactionIdParam } from './sandbox.api.js';
 import { centsToBaseUnits } from '../lib/money.js';
 import * as merchants from '../merchants/repository.js';
-import { normalizePixKey, PIX_KEY_TYPES } from '../pix/keys.js';
+import { normalizePixKey } from '../pix/keys.js';
 import * as pix from '../pix/repository.js';
 import { SimulatedRail } from '../rail/simulator.js';
 import { transactionRecord } from '../transactions/views.js';
 import { unwrap } from './outcome.js';
 import { payBrCode } from './payerBank.js';
-
-const ispb = z.string().regex(/^\d{8}$/, 'must be 8 digits');
-const document = z.string().regex(/^(\d{11}|\d{14})$/, 'must be 11 (CPF) or 14 (CNPJ) digits').refine(isValidDocument, 'has invalid check digits');
-
-const dictKey = z.strictObject({
-  key: z.string().min(1).max(77),
-  type: z.enum(PIX_KEY_TYPES),
-  name: z.string().trim().min(1).max(140),
-  document,
-  ispb,
-  bank_name: z.string().trim().min(1).max(140).optional(),
-  behavior: z.enum(['settle', 'reject', 'hold', 'timeout']).optional(),
-  fraud_flagged: z.boolean().optional(),
-});
-const transactionIdParam = z.strictObject({ transaction_id: z.string().min(1).max(64) });
-const returnBody = z.strictObject({ amount: cents.optional() }).optional();
-const inbound = z.strictObject({
-  account_id: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
-  amount: cents,
-  payer_name: z.string().trim().min(1).max(140).optional(),
-  payer_document: document.optional(),
-  payer_ispb: ispb.optional(),
-  description: z.string().max(140).optional(),
-});
-const pay = z.strictObject({
-  emv: z.string().trim().min(1).max(512),
-  amount: cents.optional(),
-  payer_name: z.string().trim().min(1).max(140).optional(),
-  payer_document: document.optional(),
-  payer_ispb: ispb.optional(),
-});
 
 /**
  * Rail simulator controls of contract section 4: the directory of other institutions, decisions on
@@ -58,7 +27,7 @@ export async function pixSandboxRoutes(app: FastifyInstance, ctx: AppContext) {
     return transactionRecord(row!);
   };
 
-  app.post('/dict/keys', async (req, reply) => {
+  mount(app, api.dictKey, async (req, reply) => {
     const body = parseOrThrow(dictKey, req.body);
     const key = normalizePixKey(body.type, body.key);
     if (key === null) throw badRequest({ key: [`is not a valid ${body.type} key`] });
@@ -87,14 +56,14 @@ export async function pixSandboxRoutes(app: FastifyInstance, ctx: AppContext) {
   });
 
   for (const decision of ['settle', 'reject'] as const) {
-    app.post(`/payouts/:transaction_id/${decision}`, async (req) => {
+    mount(app, api[decision], async (req) => {
       const { transaction_id } = parseOrThrow(transactionIdParam, req.params);
       unwrap(await sim.decidePayment(transaction_id, decision));
       return payoutView(transaction_id);
     });
   }
 
-  app.post('/payouts/:transaction_id/return', async (req, reply) => {
+  mount(app, api.returnPayout, async (req, reply) => {
     const { transaction_id } = parseOrThrow(transactionIdParam, req.params);
     const body = parseOrThrow(returnBody, req.body ?? undefined);
     const amount = body?.amount === undefined ? undefined : centsToBaseUnits(body.amount);
@@ -110,7 +79,7 @@ export async function pixSandboxRoutes(app: FastifyInstance, ctx: AppContext) {
     return reply.code(201).send({ returned: true, transaction_id: back?.transaction_id ?? null, end_to_end_id: result.endToEndId, amount: back?.amount ?? amount ?? null, payout });
   });
 
-  app.post('/pix/inbound', async (req, reply) => {
+  mount(app, api.inbound, async (req, reply) => {
     const body = parseOrThrow(inbound, req.body);
     if (!(await merchants.findAccount(ctx.db, body.account_id))) throw badRequest({ account_id: ['does not exist'] });
     const endToEndId = await sim.simulateInboundPayment({
@@ -126,7 +95,7 @@ export async function pixSandboxRoutes(app: FastifyInstance, ctx: AppContext) {
     return reply.code(201).send({ transaction_id: row.transaction_id, end_to_end_id: row.end_to_end_id, amount: row.amount });
   });
 
-  app.post('/pix/pay', async (req, reply) => {
+  mount(app, api.pay, async (req, reply) => {
     const body = parseOrThrow(pay, req.body);
     const paid = await payBrCode(ctx, sim, {
       emv: body.emv,

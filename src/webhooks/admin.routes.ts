@@ -1,30 +1,12 @@
 import type { FastifyInstance } from 'fastify';
-import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { emitEvent } from '../events/outbox.js';
 import { conflict, notFound } from '../http/errors.js';
 import { parseOrThrow } from '../http/validation.js';
 import { isoZ } from '../lib/clock.js';
 import * as repo from './repository.js';
-import { UUID } from './webhooks.routes.js';
-
-const uuid = z.string().regex(UUID, 'must be a valid UUID').transform((s) => s.toLowerCase());
-const idParam = z.object({ id: uuid });
-const deliveryParam = z.object({ id: uuid, delivery_id: uuid });
-const positiveInt = z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
-
-const listQuery = z.strictObject({
-  merchant_id: positiveInt.optional(),
-  account_id: positiveInt.optional(),
-  include_deleted: z.enum(['true', 'false']).optional(),
-  limit: z.coerce.number().int().min(1).max(200).optional(),
-});
-const patchBody = z.strictObject({ is_active: z.boolean() });
-const deliveriesQuery = z.strictObject({
-  status: z.enum(['pending', 'delivered', 'failed', 'cancelled']).optional(),
-  before: positiveInt.optional(),
-  limit: z.coerce.number().int().min(1).max(200).optional(),
-});
+import { mount } from '../http/routeSpec.js';
+import { adminListQuery as listQuery, deliveriesQuery, deliveryParam, idParam, patchBody, webhooksAdminApi as api } from './webhooks.api.js';
 
 function webhookView(w: repo.WebhookRow, counts?: Pick<repo.WebhookWithCounts, 'pending' | 'delivered' | 'failed' | 'cancelled'>) {
   return {
@@ -95,7 +77,7 @@ export async function webhookAdminRoutes(app: FastifyInstance, ctx: AppContext) 
     return deliveryView(d, await repo.attemptsOf(ctx.db, [d.id]));
   };
 
-  app.get('/webhooks', async (req) => {
+  mount(app, api.list, async (req) => {
     const q = parseOrThrow(listQuery, req.query);
     const rows = await repo.listWebhooksForOperator(
       ctx.db,
@@ -105,14 +87,14 @@ export async function webhookAdminRoutes(app: FastifyInstance, ctx: AppContext) 
     return { webhooks: rows.map((w) => webhookView(w, w)) };
   });
 
-  app.get('/webhooks/:id', async (req) => {
+  mount(app, api.get, async (req) => {
     const { id } = parseOrThrow(idParam, req.params);
     const [row] = await repo.listWebhooksForOperator(ctx.db, { id, includeDeleted: true }, 1);
     if (!row) throw notFound('webhook not found');
     return webhookView(row, row);
   });
 
-  app.patch('/webhooks/:id', async (req) => {
+  mount(app, api.patch, async (req) => {
     const { id } = parseOrThrow(idParam, req.params);
     const body = parseOrThrow(patchBody, req.body);
     const w = await load(id);
@@ -122,7 +104,7 @@ export async function webhookAdminRoutes(app: FastifyInstance, ctx: AppContext) 
     return webhookView(updated);
   });
 
-  app.get('/webhooks/:id/deliveries', async (req) => {
+  mount(app, api.deliveries, async (req) => {
     const { id } = parseOrThrow(idParam, req.params);
     const q = parseOrThrow(deliveriesQuery, req.query);
     await load(id);
@@ -135,13 +117,13 @@ export async function webhookAdminRoutes(app: FastifyInstance, ctx: AppContext) 
     };
   });
 
-  app.get('/webhooks/:id/deliveries/:delivery_id', async (req) => {
+  mount(app, api.delivery, async (req) => {
     const { id, delivery_id } = parseOrThrow(deliveryParam, req.params);
     await load(id);
     return loadDelivery(id, delivery_id);
   });
 
-  app.post('/webhooks/:id/deliveries/:delivery_id/resend', async (req, reply) => {
+  mount(app, api.resend, async (req, reply) => {
     const { id, delivery_id } = parseOrThrow(deliveryParam, req.params);
     const w = await load(id);
     if (w.deleted_at) throw conflict('webhook is deleted');
@@ -151,7 +133,7 @@ export async function webhookAdminRoutes(app: FastifyInstance, ctx: AppContext) 
     return reply.code(202).send(await loadDelivery(id, delivery_id));
   });
 
-  app.post('/webhooks/:id/test', async (req, reply) => {
+  mount(app, api.test, async (req, reply) => {
     const { id } = parseOrThrow(idParam, req.params);
     const w = await load(id);
     if (w.deleted_at) throw conflict('webhook is deleted');

@@ -5,21 +5,14 @@ import { businessError, HttpError, workedFalse } from '../http/errors.js';
 import { parseOrThrow } from '../http/validation.js';
 import { isoNaive } from '../lib/clock.js';
 import { destinationProblem, type AllowedHost } from './destination.js';
+import { webhookFields as body } from './webhooks.api.js';
 import type { WebhookRow } from './repository.js';
 
 /** Most live webhooks one merchant may have (every event is fanned out to each matching one). */
 export const MAX_WEBHOOKS_PER_MERCHANT = 25;
 
-export const URL_MAX_LENGTH = 2048;
+export { URL_MAX_LENGTH } from './webhooks.api.js';
 
-/** Fields of POST /webhooks other than `events`, whose errors have their own shape (spec). */
-const body = z.strictObject({
-  url: z.string().min(1).max(URL_MAX_LENGTH),
-  events: z.unknown().optional(),
-  secret: z.string().min(16).max(256).optional(),
-  description: z.string().max(255).nullable().optional(),
-  allow_insecure: z.boolean().optional(),
-});
 
 export interface WebhookInput {
   url: string;

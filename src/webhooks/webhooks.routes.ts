@@ -5,10 +5,11 @@ import { badRequest, notFound, unprocessable } from '../http/errors.js';
 import { newUuid } from '../lib/ids.js';
 import { parseAllowedHosts } from './destination.js';
 import * as repo from './repository.js';
+import { mount } from '../http/routeSpec.js';
+import { UUID, webhooksApi as api } from './webhooks.api.js';
 import { catalogView, createView, listView, MAX_WEBHOOKS_PER_MERCHANT, validateWebhook } from './registration.js';
 
-/** Any UUID (8-4-4-4-12 hex); ids of pixgate webhooks are v4, other versions are simply not found. */
-export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export { UUID } from './webhooks.api.js';
 
 /**
  * POST/GET /webhooks, DELETE /webhooks/:id, GET /webhooks/events (spec section Webhooks).
@@ -23,7 +24,7 @@ export async function webhookRoutes(app: FastifyInstance, ctx: AppContext) {
     return { merchantId: p.merchantId, accountId: p.keyAccountId };
   };
 
-  app.post('/webhooks', { config: { permission: 'account:write' } }, async (req, reply) => {
+  mount(app, api.create, async (req, reply) => {
     const input = validateWebhook(req.body, allowed);
     const p = principal(req);
     const payload = await ctx.db.transaction(async (tx) => {
@@ -49,15 +50,15 @@ export async function webhookRoutes(app: FastifyInstance, ctx: AppContext) {
     return reply.code(201).send(payload);
   });
 
-  app.get('/webhooks', { config: { permission: 'account:read' } }, async (req) => {
+  mount(app, api.list, async (req) => {
     const rows = await repo.listWebhooks(ctx.db, scopeOf(req));
     return rows.map(listView);
   });
 
   // The spec names no permission: any authenticated key may read the catalog.
-  app.get('/webhooks/events', { config: { permission: null } }, async () => catalogView());
+  mount(app, api.catalog, async () => catalogView());
 
-  app.delete('/webhooks/:id', { config: { permission: 'account:write' } }, async (req, reply) => {
+  mount(app, api.delete, async (req, reply) => {
     const { id } = req.params as { id: string };
     if (!UUID.test(id)) throw badRequest('id must be a valid UUID');
     const scope = scopeOf(req);

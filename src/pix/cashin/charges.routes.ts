@@ -1,38 +1,14 @@
 import type { FastifyInstance } from 'fastify';
-import { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { principal, recordAnswer } from '../../external/pipeline.js';
 import { parseOrThrow } from '../../http/validation.js';
-import { isValidDocument } from '../../lib/documents.js';
-import { EXTERNAL_ID, EXTERNAL_ID_MESSAGE } from '../externalId.js';
+import { mount } from '../../http/routeSpec.js';
+import { cashInBody, pixApi } from '../pix.api.js';
 import { CHARGE, createCharge } from './charges.js';
-
-/** `external_id` and `tag`: the spec's external_id rule. */
-const identifier = z.string().trim().regex(EXTERNAL_ID, EXTERNAL_ID_MESSAGE);
-
-/** CPF or CNPJ, digits with or without the usual punctuation; kept as digits. */
-const document = z
-  .string()
-  .transform((s) => s.trim().replace(/[.\-/\s]/g, ''))
-  .refine(isValidDocument, 'must be a valid CPF (11 digits) or CNPJ (14 digits)');
-
-/** Optional fields accept null as "not sent". */
-const optional = <T extends z.ZodType>(schema: T) => schema.nullish().transform((v) => v ?? undefined);
-
-const cashInBody = z.strictObject({
-  amount: z.number().int().min(1).max(CHARGE.maxAmountCents),
-  expires_in: optional(z.number().int().min(CHARGE.minExpiresInSeconds).max(CHARGE.maxExpiresInSeconds)),
-  payer_name: optional(z.string().trim().min(1).max(100)),
-  payer_document: optional(document),
-  description: optional(z.string().trim().max(140)),
-  tag: optional(identifier),
-  external_id: optional(identifier),
-  pix_key: optional(z.string().trim().min(1).max(77)),
-});
 
 /** POST /pix/cash-in (permission pix:write, signed). */
 export async function chargeRoutes(app: FastifyInstance, ctx: AppContext) {
-  app.post('/pix/cash-in', { config: { permission: 'pix:write' } }, async (req, reply) => {
+  mount(app, pixApi.cashIn, async (req, reply) => {
     const body = parseOrThrow(cashInBody, req.body);
     const answer = await createCharge(
       ctx,
