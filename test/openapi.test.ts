@@ -1,0 +1,78 @@
+import { validate } from '@readme/openapi-parser';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openApiDocument, openApiPath } from '../src/openapi/document.js';
+import { installContractCheck, takeContractViolations } from './helpers/contract.js';
+import { startTestServer, TEST_ADMIN_TOKEN, type TestServer } from './helpers/server.js';
+import type { FastifyInstance } from 'fastify';
+
+/** The OpenAPI document: valid, served, and covering exactly the routes the server has. */
+describe('OpenAPI document', () => {
+  let server: TestServer;
+  const routes: string[] = [];
+  beforeAll(async () => {
+    server = await startTestServer({ workers: false });
+  });
+  afterAll(async () => server?.close());
+
+  it('passes the OpenAPI 3.1 validator (@readme/openapi-parser)', async () => {
+    const doc = structuredClone(openApiDocument());
+    const result = await validate(doc as never);
+    expect('errors' in result ? result.errors : []).toEqual([]);
+    expect(result.valid).toBe(true);
+  });
+
+  it('is served at /openapi.json, rendered at /docs from the pinned Redoc bundle', async () => {
+    const res = await fetch(`${server.url}/openapi.json`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toContain('application/json');
+    expect(await res.json()).toEqual(JSON.parse(JSON.stringify(openApiDocument())));
+    const page = await fetch(`${server.url}/docs`);
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain('spec-url="/openapi.json"');
+    expect(html).toContain('src="/docs/redoc.standalone.js"');
+    const bundle = await fetch(`${server.url}/docs/redoc.standalone.js`);
+    expect(bundle.status).toBe(200);
+    expect((await bundle.text()).length).toBeGreaterThan(100_000);
+  });
+
+  it('documents every route the server serves, and only those', async () => {
+    const { startServer } = await import('../src/server.js');
+    const { parseConfig } = await import('../src/config.js');
+    const { openTestDatabase } = await import('./helpers/db.js');
+    const pino = (await import('pino')).default;
+    const db = await openTestDatabase('pglite');
+    const other = await startServer(parseConfig({ PORT: '0', HOST: '127.0.0.1', ADMIN_TOKEN: TEST_ADMIN_TOKEN, LOG_LEVEL: 'silent' }), {
+      db: db.db,
+      ownsDatabase: false,
+      log: pino({ level: 'silent' }),
+      print: () => {},
+      seed: false,
+      workers: false,
+      onApp: (app: FastifyInstance) =>
+        app.addHook('onRoute', (r) => {
+          for (const m of [r.method].flat()) if (m !== 'HEAD') routes.push(`${m} ${openApiPath(r.url)}`);
+        }),
+    });
+    await other.stop();
+    await db.close();
+    const served = new Set(routes.filter((r) => !/ \/(openapi\.json|docs)/.test(r) && !r.endsWith('*')));
+    const doc = openApiDocument() as { paths: Record<string, Record<string, unknown>> };
+    const documented = new Set(Object.entries(doc.paths).flatMap(([p, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${p}`)));
+    expect([...served].filter((r) => !documented.has(r))).toEqual([]);
+    expect([...documented].filter((r) => !served.has(r))).toEqual([]);
+    expect(documented.size).toBeGreaterThan(50);
+  });
+
+  it('the contract check catches an answer outside the document', async () => {
+    takeContractViolations();
+    // A documented route asked with a status the document does not list: the check records it.
+    const app = (await import('fastify')).default();
+    installContractCheck(app);
+    app.get('/healthz', async (_req, reply) => reply.code(418).send({ status: 'teapot' }));
+    await app.inject({ method: 'GET', url: '/healthz' });
+    await app.close();
+    const found = takeContractViolations();
+    expect(found.join('\n')).toContain('GET /healthz → 418: status 418 is not documented');
+  });
+});
