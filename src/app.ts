@@ -5,7 +5,8 @@ import type { AppContext } from './context.js';
 import { externalRoutes, type ExternalPlugin } from './external/routes.js';
 import { healthRoutes } from './health.js';
 import { sandboxRoutes } from './sandbox/routes.js';
-import { errorHandler } from './http/errorHandler.js';
+import { errorHandler, notFoundHandler, rewriteMalformedUrl } from './http/errorHandler.js';
+import { useJsonBodyParser } from './http/jsonBody.js';
 import { genRequestId } from './http/requestId.js';
 
 /** Largest request body accepted anywhere (JSON payloads of this API are small). */
@@ -32,6 +33,7 @@ export async function buildApp(ctx: AppContext, options: { externalPlugins?: rea
     logController: new RequestLog({ requestIdLogLabel: 'request_id' }),
     bodyLimit: BODY_LIMIT_BYTES,
     return503OnClosing: true,
+    rewriteUrl: rewriteMalformedUrl,
     ...(ctx.config.tls ? { https: { cert: ctx.config.tls.cert, key: ctx.config.tls.key, minVersion: 'TLSv1.2' as const } } : {}),
   }) as unknown as FastifyInstance;
 
@@ -39,7 +41,8 @@ export async function buildApp(ctx: AppContext, options: { externalPlugins?: rea
     void reply.header('x-request-id', req.id);
   });
   app.setErrorHandler(errorHandler);
-  app.setNotFoundHandler((_req, reply) => reply.code(404).send({ errors: { not_found: 'route not found' } }));
+  useJsonBodyParser(app);
+  app.setNotFoundHandler(notFoundHandler);
 
   await app.register(healthRoutes(ctx));
   await app.register(adminRoutes(ctx), { prefix: '/api/admin' });
