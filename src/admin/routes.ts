@@ -1,5 +1,6 @@
 import { notFoundHandler } from '../http/errorHandler.js';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { tefAdminRoutes } from '../tef/routes.js';
 import { createApiKey, revokeApiKey, updateApiKey, apiKeyView } from '../auth/apiKeys.js';
 import { createCentralKey } from '../auth/centralKeys.js';
 import { constantTimeEqual } from '../auth/secrets.js';
@@ -109,6 +110,7 @@ export function adminRoutes(ctx: AppContext) {
     });
 
     await webhookAdminRoutes(app, ctx);
+    await tefAdminRoutes(app, ctx);
   };
 }
 

@@ -3,11 +3,13 @@ import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
 import { installPipeline } from './pipeline.js';
 import { accountRoutes } from './account.routes.js';
+import { eventFeedRoutes } from '../events/feed.routes.js';
 import { medRoutes } from '../med/routes.js';
 import { chargeRoutes } from '../pix/cashin/charges.routes.js';
 import { pixKeyRoutes } from '../pix/keys.routes.js';
 import { pixOutRoutes } from '../pix/routes.js';
 import { webhookRoutes } from '../webhooks/webhooks.routes.js';
+import { tefRoutes } from '../tef/routes.js';
 
 /** Extra route plugins mounted behind the pipeline (tests use it to exercise the stages). */
 export type ExternalPlugin = (app: FastifyInstance, ctx: AppContext) => Promise<void>;
@@ -23,6 +25,8 @@ export function externalRoutes(ctx: AppContext, extra: readonly ExternalPlugin[]
     await pixOutRoutes(app, ctx);
     await medRoutes(app, ctx);
     await webhookRoutes(app, ctx);
+    await eventFeedRoutes(app, ctx);
+    await tefRoutes(app, ctx);
     for (const register of extra) await register(app, ctx);
   };
 }
