@@ -7,6 +7,7 @@ import { healthRoutes } from './health.js';
 import { sandboxRoutes } from './sandbox/routes.js';
 import { errorHandler } from './http/errorHandler.js';
 import { genRequestId } from './http/requestId.js';
+import { metricsRoutes } from './metrics/routes.js';
 
 /** Largest request body accepted anywhere (JSON payloads of this API are small). */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -38,10 +39,15 @@ export async function buildApp(ctx: AppContext, options: { externalPlugins?: rea
   app.addHook('onRequest', async (req, reply) => {
     void reply.header('x-request-id', req.id);
   });
+  // One measurement per answered request, by route pattern (src/metrics).
+  app.addHook('onResponse', async (req, reply) => {
+    ctx.metrics.httpRequest(req.method, req.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000, reply.getHeader('x-idempotent-replay') === 'true');
+  });
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((_req, reply) => reply.code(404).send({ errors: { not_found: 'route not found' } }));
 
   await app.register(healthRoutes(ctx));
+  await app.register(metricsRoutes(ctx));
   await app.register(adminRoutes(ctx), { prefix: '/api/admin' });
   await app.register(externalRoutes(ctx, options.externalPlugins), { prefix: '/api/external' });
   await app.register(boletoRoutes(ctx), { prefix: '/api/v1/central' });
