@@ -10,6 +10,7 @@ import { openDatabase } from './db/open.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { loggerOptions } from './logger.js';
 import { SimulatedRail } from './rail/simulator.js';
+import { withDeadline } from './rail/rail.js';
 import { MemoryNonceStore, RedisNonceStore } from './auth/nonceStore.js';
 import { IdempotencyStore } from './external/idempotency.js';
 import type { ExternalPlugin } from './external/routes.js';
@@ -78,21 +79,24 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     redis,
     clock,
     log,
-    rail: new SimulatedRail({
-      db,
-      institutionIspb: config.institutionIspb,
-      institutionName: INSTITUTION_NAME,
-      clock,
-      log,
-      settlementMs: config.simSettlementMs,
-      protectionMs: config.simProtectionMs,
-      seed: config.simSeed,
-    }),
+    rail: withDeadline(
+      new SimulatedRail({
+        db,
+        institutionIspb: config.institutionIspb,
+        institutionName: INSTITUTION_NAME,
+        clock,
+        log,
+        settlementMs: config.simSettlementMs,
+        protectionMs: config.simProtectionMs,
+        seed: config.simSeed,
+      }),
+      config.railTimeoutMs,
+    ),
     institutionName: INSTITUTION_NAME,
     workers: [],
     rateCounter: redis ? new RedisFixedWindow(redis, clock) : new MemoryFixedWindow(clock),
     nonces: redis ? new RedisNonceStore(redis) : new MemoryNonceStore(clock),
-    idempotency: new IdempotencyStore(db, clock),
+    idempotency: new IdempotencyStore(db, clock, { leaseMs: config.idempotencyLeaseMs }),
   };
   ctx.workers.push(periodicWorker('idempotency-purge', 60_000, log, () => ctx.idempotency.purgeExpired()));
   ctx.workers.push(...chargeWorkers(ctx));

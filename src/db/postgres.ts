@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { INT8_OID, parseInt8, RETRYABLE_STATES, sqlState, type Database, type Sql } from './db.js';
+import { commitHooksFor, INT8_OID, parseInt8, RETRYABLE_STATES, sqlState, type Database, type Sql } from './db.js';
 
 export interface PostgresOptions {
   url: string;
@@ -53,8 +53,10 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
             query: (text, params) => run(client, text, params),
             exec: async (script) => void (await client.query(script)),
           };
+          const committed = commitHooksFor(tx);
           const result = await fn(tx);
           await client.query('COMMIT');
+          committed();
           return result;
         } catch (err) {
           try {

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { whitelistAllows } from '../auth/ipWhitelist.js';
 import { authenticate, type Authenticated } from '../auth/credentials.js';
-import { signatureMatches, signV1, signV2, V2 } from '../auth/hmac.js';
+import { signatureMatches, signedPath, signV1, signV2, V2 } from '../auth/hmac.js';
 import { NonceStoreUnavailableError, type NonceStore } from '../auth/nonceStore.js';
 import type { Permission } from '../auth/permissions.js';
 import type { AppContext } from '../context.js';
@@ -10,7 +10,7 @@ import { HMAC_DETAIL, permissionError, pipelineError, SHAPE1, workedFalse } from
 import { CanonicalJsonError, canonicalize } from '../lib/canonicalJson.js';
 import { camelToSnake, convertKeys, snakeToCamel } from '../lib/keyCase.js';
 import type { FixedWindowCounter, WindowHit } from '../ratelimit/fixedWindow.js';
-import { requestHash, type IdempotencyClaim, type IdempotencyStore } from './idempotency.js';
+import { requestHash, type IdempotencyBinding, type IdempotencyClaim, type IdempotencyStore } from './idempotency.js';
 
 /**
  * The request pipeline of the external API, in the spec's order ("Request pipeline" table). Every
@@ -202,7 +202,7 @@ export const STAGES: readonly Stage[] = [
           timestamp,
           nonce,
           method: req.method,
-          path: req.url.split('?')[0]!,
+          path: signedPath(req.url),
           idempotencyKey,
           canonicalBody: canonical,
         });
@@ -263,7 +263,7 @@ export const STAGES: readonly Stage[] = [
       if (key.length > 256) throw pipelineError(400, SHAPE1.idempotencyKeyTooLong);
       req.ext.idempotencyKey = key;
       const result = await idempotency.claim(
-        { merchantId: auth(req).key.merchant_id, method: req.method, path: req.url.split('?')[0]!, key },
+        { merchantId: auth(req).key.merchant_id, method: req.method, path: idempotencyScopePath(req), key },
         requestHash(req.ext.canonicalBody ?? ''),
       );
       switch (result.kind) {
@@ -285,6 +285,18 @@ export const STAGES: readonly Stage[] = [
     },
   },
 ];
+
+/**
+ * The route part of an idempotency scope: the route that runs (its pattern, e.g.
+ * `/api/external/med/:id/defense`) and its decoded parameters — never the URL as spelled, so
+ * `cash-out`, `cash%2Dout` and `%63ash-out` are one scope.
+ */
+export function idempotencyScopePath(req: FastifyRequest): string {
+  const route = req.routeOptions.url ?? req.url.split('?')[0]!;
+  const params = (req.params ?? {}) as Record<string, string>;
+  const names = Object.keys(params).sort();
+  return names.length === 0 ? route : `${route} ${JSON.stringify(names.map((n) => [n, params[n]]))}`;
+}
 
 function rawBody(body: unknown): string | null {
   if (body === undefined || body === null) return null;
@@ -327,6 +339,22 @@ export async function recordAnswer(req: FastifyRequest, tx: Parameters<Idempoten
   }
 }
 
+/**
+ * For handlers whose operation creates a record and answers in a later transaction (cash-out,
+ * refund): the request's Idempotency-Key as a binding — bind it to the record in the record's own
+ * transaction, resume the bound record when an earlier attempt created one, record the answer.
+ */
+export function keyBinding(req: FastifyRequest): IdempotencyBinding {
+  const claim = req.ext.claim;
+  return {
+    resumes: claim?.resumes ?? null,
+    bind: async (tx, resourceId) => {
+      if (claim) await claim.bind(tx, resourceId);
+    },
+    record: (tx, statusCode, payload) => recordAnswer(req, tx, statusCode, payload),
+  };
+}
+
 /** Installs the stages as two ordered hooks, and the response side (key case, headers, idempotency). */
 export function installPipeline(app: FastifyInstance, deps: PipelineDeps) {
   const { ctx, idempotency } = deps;
@@ -365,7 +393,12 @@ export function installPipeline(app: FastifyInstance, deps: PipelineDeps) {
     const claim = state.claim;
     if (!claim) return payload;
     state.claim = undefined; // settle the claim once, even if onSend runs again for an error
-    if (claim.recorded) return claim.recorded.body;
+    if (claim.recorded) {
+      // The operation committed with this answer: it is the answer, whatever happened after.
+      void reply.code(claim.recorded.statusCode);
+      return claim.recorded.body;
+    }
+    // Anything else that is not a 2xx (a 4xx, a 5xx, a COMMIT that failed) frees the key.
     if (ok && typeof payload === 'string') {
       await idempotency.complete(claim, { statusCode: reply.statusCode, body: payload });
     } else {

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
 import { installPipeline } from './pipeline.js';
 import { accountRoutes } from './account.routes.js';
+import { eventFeedRoutes } from '../events/feed.routes.js';
 import { medRoutes } from '../med/routes.js';
 import { chargeRoutes } from '../pix/cashin/charges.routes.js';
 import { pixKeyRoutes } from '../pix/keys.routes.js';
@@ -22,6 +23,7 @@ export function externalRoutes(ctx: AppContext, extra: readonly ExternalPlugin[]
     await pixOutRoutes(app, ctx);
     await medRoutes(app, ctx);
     await webhookRoutes(app, ctx);
+    await eventFeedRoutes(app, ctx);
     for (const register of extra) await register(app, ctx);
   };
 }

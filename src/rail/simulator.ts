@@ -125,6 +125,35 @@ export class SimulatedRail implements Rail {
   // ---- settlement (SPI) ----
 
   async sendPayment(order: PaymentOrder): Promise<PaymentAck> {
+    return this.answerAfterStall(await this.takePayment(order));
+  }
+
+  async sendReturn(order: ReturnOrder): Promise<ReturnAck> {
+    return this.answerAfterStall(await this.takeReturn(order));
+  }
+
+  /**
+   * The stall switch (sandbox PUT /rail/stall): the order has been taken (it is processed as usual),
+   * and only its answer is late — by `delay_ms` — or lost (`drop`), as on a real network.
+   */
+  private async answerAfterStall<T>(ack: T): Promise<T> {
+    const stall = await store.readStall(this.options.db);
+    if (stall.drop) return new Promise<T>(() => {});
+    if (stall.delay_ms > 0) await new Promise((r) => setTimeout(r, stall.delay_ms).unref());
+    return ack;
+  }
+
+  /** GET /rail/stall. */
+  readStall(): Promise<store.RailStall> {
+    return store.readStall(this.options.db);
+  }
+
+  /** PUT /rail/stall; `{delay_ms: 0, drop: false}` clears it. */
+  setStall(stall: store.RailStall): Promise<store.RailStall> {
+    return store.writeStall(this.options.db, stall, this.options.clock.now());
+  }
+
+  private async takePayment(order: PaymentOrder): Promise<PaymentAck> {
     const { db, clock, institutionIspb } = this.options;
     const entry = await store.findDictEntry(db, order.receiverKey);
     if (entry?.behavior === 'timeout') {
@@ -162,7 +191,7 @@ export class SimulatedRail implements Rail {
     return row.status === 'protection' ? { status: 'queued' } : { status: 'accepted' };
   }
 
-  async sendReturn(order: ReturnOrder): Promise<ReturnAck> {
+  private async takeReturn(order: ReturnOrder): Promise<ReturnAck> {
     const { db, clock } = this.options;
     const existing = await store.findPayment(db, order.endToEndId);
     if (existing) return existing.status === 'settled' ? { status: 'settled', settledAt: existing.resolved_at! } : { status: 'accepted' };

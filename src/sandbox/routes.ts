@@ -3,6 +3,7 @@ import { requireAdminToken } from '../admin/routes.js';
 import type { AppContext } from '../context.js';
 import { medSandboxRoutes } from './med.routes.js';
 import { pixSandboxRoutes } from './pix.routes.js';
+import { railSandboxRoutes } from './rail.routes.js';
 
 /**
  * Rail simulator controls (contract section 4), under /api/sandbox, behind the admin bearer token.
@@ -16,5 +17,6 @@ export function sandboxRoutes(ctx: AppContext) {
     app.addHook('onRequest', requireAdminToken(ctx));
     await pixSandboxRoutes(app, ctx);
     await medSandboxRoutes(app, ctx);
+    await railSandboxRoutes(app, ctx);
   };
 }

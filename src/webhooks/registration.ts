@@ -37,9 +37,9 @@ export const DETAIL = {
     `URL points to a private or reserved destination (${host}: ${why}); webhooks must reach a public address`,
 } as const;
 
-/** Generated secrets: `whsec_` + 256 random bits, base64url. */
+/** Generated secrets: `whsec_` + 256 random bits, standard base64 (the Standard Webhooks secret form). */
 export function newWebhookSecret(): string {
-  return `whsec_${randomBytes(32).toString('base64url')}`;
+  return `whsec_${randomBytes(32).toString('base64')}`;
 }
 
 function eventsError(message: string): HttpError {

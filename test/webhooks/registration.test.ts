@@ -100,7 +100,7 @@ describe.each(BACKENDS)('webhook registration on %s', (backend) => {
       id: expect.stringMatching(UUID_V4),
       url: 'https://hooks.example.com/pix',
       events: ['pix.charge.paid', 'pix.payout.confirmed'],
-      secret: expect.stringMatching(/^whsec_[A-Za-z0-9_-]{43}$/),
+      secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
       description: null,
       is_active: true,
       created_at: expect.stringMatching(ISO_Z),

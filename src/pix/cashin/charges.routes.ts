@@ -2,10 +2,12 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { principal, recordAnswer } from '../../external/pipeline.js';
+import { badRequest, notFound } from '../../http/errors.js';
 import { parseOrThrow } from '../../http/validation.js';
 import { isValidDocument } from '../../lib/documents.js';
 import { EXTERNAL_ID, EXTERNAL_ID_MESSAGE } from '../externalId.js';
-import { CHARGE, createCharge } from './charges.js';
+import { CHARGE, chargeBody, createCharge } from './charges.js';
+import { findAccountCharge } from './repository.js';
 
 /** `external_id` and `tag`: the spec's external_id rule. */
 const identifier = z.string().trim().regex(EXTERNAL_ID, EXTERNAL_ID_MESSAGE);
@@ -50,5 +52,14 @@ export async function chargeRoutes(app: FastifyInstance, ctx: AppContext) {
       (tx, statusCode, payload) => recordAnswer(req, tx, statusCode, payload),
     );
     return reply.code(answer.statusCode).send(answer.body);
+  });
+
+  // A charge read again (its BR Code and QR image included), by id, transaction_id, txid or external_id.
+  app.get<{ Params: { id: string } }>('/pix/cash-in/:id', { config: { permission: 'pix:read' } }, async (req) => {
+    const id = req.params.id;
+    if (id.length === 0 || id.length > 128) throw badRequest('id must be 1 to 128 characters');
+    const charge = await findAccountCharge(ctx.db, principal(req).accountId, id);
+    if (!charge) throw notFound('charge not found');
+    return chargeBody(charge);
   });
 }
