@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { tefAdminRoutes } from '../tef/routes.js';
 import { createApiKey, revokeApiKey, updateApiKey, apiKeyView } from '../auth/apiKeys.js';
 import { createCentralKey } from '../auth/centralKeys.js';
 import { constantTimeEqual } from '../auth/secrets.js';
@@ -108,6 +109,7 @@ export function adminRoutes(ctx: AppContext) {
     });
 
     await webhookAdminRoutes(app, ctx);
+    await tefAdminRoutes(app, ctx);
   };
 }
 

@@ -82,6 +82,7 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
     async ping() {
       await pool.query('SELECT 1');
     },
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     async close() {
       if (closed) return;
       closed = true;

@@ -8,6 +8,7 @@ import { chargeRoutes } from '../pix/cashin/charges.routes.js';
 import { pixKeyRoutes } from '../pix/keys.routes.js';
 import { pixOutRoutes } from '../pix/routes.js';
 import { webhookRoutes } from '../webhooks/webhooks.routes.js';
+import { tefRoutes } from '../tef/routes.js';
 
 /** Extra route plugins mounted behind the pipeline (tests use it to exercise the stages). */
 export type ExternalPlugin = (app: FastifyInstance, ctx: AppContext) => Promise<void>;
@@ -24,6 +25,7 @@ export function externalRoutes(ctx: AppContext, extra: readonly ExternalPlugin[]
     await medRoutes(app, ctx);
     await webhookRoutes(app, ctx);
     await eventFeedRoutes(app, ctx);
+    await tefRoutes(app, ctx);
     for (const register of extra) await register(app, ctx);
   };
 }

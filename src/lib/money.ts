@@ -21,3 +21,6 @@ export function safeSum(values: readonly number[]): number {
   }
   return total;
 }
+
+export const MAX_AMOUNT_CENTS = 100_000_000_000;
+export const MAX_BALANCE_BASE_UNITS = 9_000_000_000_000_000;
