@@ -40,6 +40,9 @@ export interface Config {
   institutionIspb: string;
   tls: { cert: Buffer; key: Buffer } | undefined;
   webConcurrency: number;
+  /** Token-less metrics listener (METRICS_PORT, METRICS_HOST); undefined: only GET /metrics with the admin token. */
+  metricsPort: number | undefined;
+  metricsHost: string;
   logLevel: string;
 }
 
@@ -178,6 +181,8 @@ export function parseConfig(env: Env = process.env): Config {
     throw new ConfigError('WEB_CONCURRENCY above 1 requires DATABASE_URL and REDIS_URL');
   }
 
+  const metricsPort = nonEmpty(env, 'METRICS_PORT') === undefined ? undefined : readInt(env, 'METRICS_PORT', 0, 0, 65535);
+
   const seedText = nonEmpty(env, 'SIM_SEED');
   const simSeed = seedText === undefined ? randomBytes(4).readUInt32BE(0) : readInt(env, 'SIM_SEED', 0, 0, 0xffff_ffff);
 
@@ -216,6 +221,8 @@ export function parseConfig(env: Env = process.env): Config {
     institutionIspb,
     tls,
     webConcurrency,
+    metricsPort,
+    metricsHost: nonEmpty(env, 'METRICS_HOST') ?? '127.0.0.1',
     logLevel,
   };
 }

@@ -25,6 +25,8 @@ export interface Database extends Sql {
   transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T>;
   ping(): Promise<void>;
   close(): Promise<void>;
+  /** Connection pool figures (PostgreSQL only), read by the metrics at scrape time. */
+  poolStats?(): { total: number; idle: number; waiting: number };
 }
 
 const commitHooks = new WeakMap<Sql, (() => void)[]>();

@@ -166,8 +166,8 @@ async function resolveDestination(ctx: AppContext, caller: CashOutCaller, key: s
     entry.accountId !== null
       ? (await merchants.findAccount(ctx.db, entry.accountId))?.merchant_id === caller.merchantId
       : (await merchants.findMerchant(ctx.db, caller.merchantId))?.document === entry.document;
-  if (own) throw cashOutError('self_transfer', { detail: 'The key belongs to your own account; move money between your accounts with a TEF' });
-  throw cashOutError('same_institution_transfer', { detail: 'The key belongs to an account of this institution; use a TEF' });
+  if (own) throw cashOutError('self_transfer', { detail: 'The key belongs to your own account; move money between your accounts with a TEF: POST /api/external/tef/transfers' });
+  throw cashOutError('same_institution_transfer', { detail: 'The key belongs to an account of this institution; use a TEF: POST /api/external/tef/transfers with this pix_key' });
 }
 
 /**

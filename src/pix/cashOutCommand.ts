@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import { EXTERNAL_ID, EXTERNAL_ID_MESSAGE } from './externalId.js';
-import type { FieldMap } from '../http/errors.js';
+import { addField, newFieldMap } from '../http/errors.js';
 import { BrCodeError, decodeBrCode } from '../lib/brcode.js';
-import { canonicalize } from '../lib/canonicalJson.js';
+import { canonicalize, JsonDecimal } from '../lib/canonicalJson.js';
+import { MAX_AMOUNT_CENTS } from '../lib/money.js';
 import { cashOutBadRequest, cashOutError } from './cashOutErrors.js';
 import { brCodeKey, detectPixKeyType, normalizePixKey, PIX_KEY_TYPES, type PixKeyType } from './keys.js';
 
@@ -23,7 +24,6 @@ export interface CashOutCommand {
 }
 
 const FIELDS = new Set(['amount', 'pix_key', 'pix_key_type', 'emv', 'description', 'external_id']);
-const MAX_CENTS = Math.floor(Number.MAX_SAFE_INTEGER / 100);
 export const DESCRIPTION_MAX = 140;
 
 /**
@@ -34,8 +34,8 @@ export const DESCRIPTION_MAX = 140;
 export function parseCashOut(body: unknown): CashOutCommand {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw cashOutBadRequest({ body: ['must be a JSON object'] });
   const b = body as Record<string, unknown>;
-  const fields: FieldMap = {};
-  const add = (field: string, message: string) => (fields[field] ??= []).push(message);
+  const fields = newFieldMap();
+  const add = (field: string, message: string) => addField(fields, field, message);
   for (const key of Object.keys(b)) if (!FIELDS.has(key)) add(key, 'is not a permitted field');
 
   const present = (k: string) => b[k] !== undefined && b[k] !== null;
@@ -71,8 +71,12 @@ export function parseCashOut(body: unknown): CashOutCommand {
   let amountCents: number | null = null;
   if (present('amount')) {
     const a = b.amount;
-    if (typeof a !== 'number' || !Number.isSafeInteger(a) || a <= 0 || a > MAX_CENTS) {
-      throw cashOutError('invalid_amount', { detail: `amount must be an integer number of cents greater than 0, got ${JSON.stringify(a)}` });
+    // Integer-ness is the JSON text's: `100.0` and `1e2` arrive as JsonDecimal and are refused.
+    if (typeof a !== 'number' || !Number.isSafeInteger(a) || a <= 0 || a > MAX_AMOUNT_CENTS) {
+      const got = a instanceof JsonDecimal ? a.text : JSON.stringify(a);
+      throw cashOutError('invalid_amount', {
+        detail: `amount must be an integer number of cents from 1 to ${MAX_AMOUNT_CENTS}, got ${got}`,
+      });
     }
     amountCents = a;
   }
