@@ -1,4 +1,6 @@
+import { notFoundHandler } from '../http/errorHandler.js';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { tefAdminRoutes } from '../tef/routes.js';
 import { createApiKey, revokeApiKey, updateApiKey, apiKeyView } from '../auth/apiKeys.js';
 import { createCentralKey } from '../auth/centralKeys.js';
 import { constantTimeEqual } from '../auth/secrets.js';
@@ -21,7 +23,7 @@ import { webhookAdminRoutes } from '../webhooks/admin.routes.js';
 export function adminRoutes(ctx: AppContext) {
   return async function plugin(app: FastifyInstance) {
     app.addHook('onRequest', requireAdminToken(ctx));
-    app.setNotFoundHandler((_req, reply) => reply.code(404).send({ errors: { not_found: 'route not found' } }));
+    app.setNotFoundHandler(notFoundHandler);
 
     mount(app, api.createMerchant, async (req, reply) => {
       const body = parseOrThrow(S.createMerchant, req.body);
@@ -110,6 +112,7 @@ export function adminRoutes(ctx: AppContext) {
     });
 
     await webhookAdminRoutes(app, ctx);
+    await tefAdminRoutes(app, ctx);
   };
 }
 

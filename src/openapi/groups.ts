@@ -8,6 +8,7 @@ import { pixApi } from '../pix/pix.api.js';
 import { sandboxApi } from '../sandbox/sandbox.api.js';
 import { transactionsApi } from '../transactions/transactions.api.js';
 import { webhooksAdminApi, webhooksApi } from '../webhooks/webhooks.api.js';
+import { feedApi, metricsApi, railApi, tefAdminApi, tefApi } from './more.api.js';
 import { BusinessError, PermissionError, PipelineError, WorkedFalseError } from '../http/apiSchemas.js';
 import type { RouteSpec } from '../http/routeSpec.js';
 
@@ -35,11 +36,12 @@ export const external: ApiGroup = {
   tags: [
     { name: 'Account', description: 'Balance and CPF validation' },
     { name: 'PIX', description: 'Sending (cash-out), returning (refund) and receiving (charges) PIX; the account’s keys' },
+    { name: 'TEF', description: 'Transfers between accounts of this institution' },
     { name: 'Transactions', description: 'Statement, transaction list, lookups and receipts' },
     { name: 'MED', description: 'Disputes of PIX received (Mecanismo Especial de Devolução)' },
     { name: 'Webhooks', description: 'Registrations and the event catalog' },
   ],
-  routes: routesOf(accountApi, pixApi, transactionsApi, medApi, webhooksApi),
+  routes: routesOf(accountApi, pixApi, tefApi, transactionsApi, medApi, webhooksApi, feedApi),
   headers(route) {
     // X-Key-Case is described in the document's introduction, not as a parameter: the schemas
     // here are the snake_case form, and a camelCase exchange is the same document with keys renamed.
@@ -107,7 +109,7 @@ export const admin: ApiGroup = {
     { name: 'Operator', description: 'Merchants, accounts, deposits, API keys, PIX keys and central keys (ADMIN_TOKEN)' },
     { name: 'Operator: webhooks', description: 'Every merchant’s webhooks and their deliveries' },
   ],
-  routes: routesOf(adminApi, webhooksAdminApi),
+  routes: routesOf(adminApi, tefAdminApi, webhooksAdminApi),
   headers: noHeaders,
   security: bearer,
   commonErrors: operatorErrors,
@@ -117,7 +119,7 @@ export const sandbox: ApiGroup = {
   prefix: '/api/sandbox',
   defaultError: BusinessError,
   tags: [{ name: 'Sandbox', description: 'The rail simulator’s controls (not served when APP_ENV=production)' }],
-  routes: routesOf(sandboxApi),
+  routes: routesOf(sandboxApi, railApi),
   headers: noHeaders,
   security: bearer,
   commonErrors: operatorErrors,
@@ -150,10 +152,11 @@ export const central: ApiGroup = {
 export const root: ApiGroup = {
   prefix: '',
   tags: [{ name: 'Health', description: 'Liveness and readiness' }],
-  routes: routesOf(healthApi),
+  routes: routesOf(healthApi, metricsApi),
   headers: noHeaders,
-  security: () => [],
+  security: (route) => (route.path === '/metrics' ? [{ AdminBearer: [] }] : []),
   commonErrors: () => ({}),
+  defaultError: BusinessError,
 };
 
 export const API_GROUPS: readonly ApiGroup[] = [external, central, admin, sandbox, root];

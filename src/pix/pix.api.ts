@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { baseUnits, CashOutError, int, named, timestamp } from '../http/apiSchemas.js';
 import { defineRoutes } from '../http/routeSpec.js';
 import { isValidDocument } from '../lib/documents.js';
+import { MAX_AMOUNT_CENTS } from '../lib/money.js';
 import { CHARGE } from './cashin/charges.js';
 import { CHARGE_STATUSES } from './cashin/repository.js';
 import { EXTERNAL_ID, EXTERNAL_ID_MESSAGE } from './externalId.js';
@@ -123,7 +124,7 @@ const optional = <T extends z.ZodType>(schema: T) => schema.nullish().transform(
 // The rule applies to the trimmed value: the pattern allows the surrounding spaces trim() removes.
 const trimmedIdentifier = identifier.transform((s) => s.trim());
 export const cashInBody = z.strictObject({
-  amount: z.number().int().min(1).max(CHARGE.maxAmountCents).describe('Amount in cents'),
+  amount: z.number().int().min(1).max(Math.min(CHARGE.maxAmountCents, MAX_AMOUNT_CENTS)).describe('Amount in cents'),
   expires_in: optional(z.number().int().min(CHARGE.minExpiresInSeconds).max(CHARGE.maxExpiresInSeconds)).describe('Seconds (default 3600)'),
   payer_name: optional(z.string().trim().min(1).max(100)),
   payer_document: optional(document),
@@ -234,5 +235,14 @@ export const pixApi = defineRoutes({
       409: { description: 'external_id used with a different payload' },
       422: { description: 'pix_key is not an active key of the account, or the account has no active PIX key' },
     },
+  },
+  getCharge: {
+    method: 'GET',
+    path: '/pix/cash-in/:id',
+    operationId: 'getCharge',
+    tag: 'PIX',
+    summary: 'A charge again (BR Code and QR image included), by id, transaction_id, txid or external_id',
+    permission: 'pix:read',
+    responses: { 200: { description: 'The charge', schema: ChargeResponse }, 400: { description: 'id is not 1 to 128 characters' }, 404: { description: 'charge not found' } },
   },
 });

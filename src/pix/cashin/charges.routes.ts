@@ -1,10 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../context.js';
 import { principal, recordAnswer } from '../../external/pipeline.js';
+import { badRequest, notFound } from '../../http/errors.js';
 import { parseOrThrow } from '../../http/validation.js';
 import { mount } from '../../http/routeSpec.js';
 import { cashInBody, pixApi } from '../pix.api.js';
-import { CHARGE, createCharge } from './charges.js';
+import { CHARGE, chargeBody, createCharge } from './charges.js';
+import { findAccountCharge } from './repository.js';
 
 /** POST /pix/cash-in (permission pix:write, signed). */
 export async function chargeRoutes(app: FastifyInstance, ctx: AppContext) {
@@ -26,5 +28,14 @@ export async function chargeRoutes(app: FastifyInstance, ctx: AppContext) {
       (tx, statusCode, payload) => recordAnswer(req, tx, statusCode, payload),
     );
     return reply.code(answer.statusCode).send(answer.body);
+  });
+
+  // A charge read again (its BR Code and QR image included), by id, transaction_id, txid or external_id.
+  mount(app, pixApi.getCharge, async (req) => {
+    const { id } = req.params as { id: string };
+    if (id.length === 0 || id.length > 128) throw badRequest('id must be 1 to 128 characters');
+    const charge = await findAccountCharge(ctx.db, principal(req).accountId, id);
+    if (!charge) throw notFound('charge not found');
+    return chargeBody(charge);
   });
 }
