@@ -24,7 +24,7 @@ export const tefApi = defineRoutes({
     permission: 'transfer:write',
     signed: true,
     body: tefBody,
-    responses: { 200: { description: 'Settled', schema: TefTransfer }, 404: { description: 'Destination not found' }, 422: { description: 'Refused (failed transfer)' } },
+    responses: { 200: { description: 'Settled', schema: TefTransfer }, 404: { description: 'Destination not found' }, 409: { description: 'external_id used with a different payload' }, 422: { description: 'Refused (failed transfer)' } },
   },
 });
 export const tefAdminApi = defineRoutes({
