@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { auditOperatorWrites } from '../admin/auditLog.js';
 import { requireAdminToken } from '../admin/routes.js';
 import type { AppContext } from '../context.js';
 import { medSandboxRoutes } from './med.routes.js';
@@ -14,6 +15,7 @@ export function sandboxRoutes(ctx: AppContext) {
     app.setNotFoundHandler((_req, reply) => reply.code(404).send({ errors: { not_found: 'route not found' } }));
     if (ctx.config.appEnv === 'production') return;
     app.addHook('onRequest', requireAdminToken(ctx));
+    auditOperatorWrites(app, ctx);
     await pixSandboxRoutes(app, ctx);
     await medSandboxRoutes(app, ctx);
   };
