@@ -1,4 +1,5 @@
-import type { IncomingMessage } from 'node:http';
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { badRequest, businessError, HttpError, internalError } from './errors.js';
 
@@ -96,4 +97,22 @@ export function notFoundHandler(req: FastifyRequest, reply: FastifyReply) {
  */
 export function frameworkErrors(error: FastifyError, _req: FastifyRequest, reply: FastifyReply) {
   void reply.code(400).send(badRequest(error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? MALFORMED_URL_MESSAGES.length : MALFORMED_URL_MESSAGES.encoding).body);
+}
+
+/**
+ * Fastify's `clientErrorHandler`: a request Node's HTTP parser refuses before any route or API is
+ * known (headers over 16 KB, a broken request line) is answered in the business shape (shape 4),
+ * the one shape every API documents, instead of the framework's own body.
+ */
+export function clientErrorHandler(error: Error & { code?: string }, socket: Socket) {
+  if (error.code === 'ECONNRESET' || socket.destroyed || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+  const message = status === 431 ? 'Request headers are too large' : status === 408 ? 'Request timed out' : 'Malformed HTTP request';
+  const body = JSON.stringify(businessError(status, status === 400 ? 'bad_request' : status === 431 ? 'headers_too_large' : 'request_timeout', message).body);
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }

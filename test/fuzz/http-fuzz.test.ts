@@ -258,6 +258,11 @@ async function send(agent: Agent, origin: string, r: FuzzRequest): Promise<Outco
   // segments), whatever route it was drawn from.
   const path = new URL(r.path, origin).pathname;
   const api: Api = path.startsWith('/api/external/') || path === '/api/external' ? 'external' : path.startsWith('/api/v1/central/') ? 'central' : path.startsWith('/api/admin/') ? 'admin' : path.startsWith('/api/sandbox/') ? 'sandbox' : 'other';
+  // Refused by Node's HTTP parser before any API is known (headers over 16 KB): shape 4 everywhere.
+  if (status === 431) {
+    const problem = errorShapeProblem('admin', status, JSON.parse(raw));
+    return { status, problem: problem ? `${problem}: ${where}` : null };
+  }
   if (api === 'central' && res.headers['x-ratelimit-limit'] === undefined) return { status, problem: `central answer without X-RateLimit-Limit: ${where}` };
   if (status >= 400 && r.method !== 'HEAD' && api !== 'other') {
     let body: unknown;
