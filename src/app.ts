@@ -9,6 +9,7 @@ import { clientErrorHandler, errorHandler, frameworkErrors, MAX_PATH_SEGMENT_LEN
 import { useJsonBodyParser } from './http/jsonBody.js';
 import { genRequestId } from './http/requestId.js';
 import { metricsRoutes } from './metrics/routes.js';
+import { openApiRoutes } from './openapi/routes.js';
 
 /** Largest request body accepted anywhere (JSON payloads of this API are small). */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -27,7 +28,13 @@ class RequestLog extends LogController {
  * Builds the Fastify app that serves every prefix of the operator contract, from dependencies
  * built elsewhere. It never listens: server.ts does, tests do on a random port.
  */
-export async function buildApp(ctx: AppContext, options: { externalPlugins?: readonly ExternalPlugin[] } = {}): Promise<FastifyInstance> {
+export interface BuildOptions {
+  externalPlugins?: readonly ExternalPlugin[];
+  /** Called on the root instance before any route is registered (tests install observing hooks). */
+  onApp?: (app: FastifyInstance) => void;
+}
+
+export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: ctx.log,
     genReqId: genRequestId,
@@ -51,9 +58,11 @@ export async function buildApp(ctx: AppContext, options: { externalPlugins?: rea
   app.setErrorHandler(errorHandler);
   useJsonBodyParser(app);
   app.setNotFoundHandler(notFoundHandler);
+  options.onApp?.(app);
 
   await app.register(healthRoutes(ctx));
   await app.register(metricsRoutes(ctx));
+  await app.register(openApiRoutes);
   await app.register(adminRoutes(ctx), { prefix: '/api/admin' });
   await app.register(externalRoutes(ctx, options.externalPlugins), { prefix: '/api/external' });
   await app.register(boletoRoutes(ctx), { prefix: '/api/v1/central' });

@@ -49,7 +49,10 @@ export function parseCashOut(body: unknown): CashOutCommand {
   };
   const pixKey = str('pix_key');
   const emv = str('emv');
-  const description = str('description');
+  // One canonical form for "no description": absent, null, "" and blanks are all null, so they are
+  // one command for external_id (fingerprint) and are stored and sent alike.
+  const descriptionRaw = str('description');
+  const description = descriptionRaw !== null && descriptionRaw.trim() === '' ? null : descriptionRaw;
   const externalRaw = str('external_id');
   const keyTypeRaw = str('pix_key_type');
 
@@ -57,7 +60,7 @@ export function parseCashOut(body: unknown): CashOutCommand {
   if (present('pix_key') && present('emv')) add('emv', 'must not be sent together with pix_key');
   if (!present('amount') && !present('emv')) add('amount', 'is required');
   if (keyTypeRaw !== null && !(PIX_KEY_TYPES as readonly string[]).includes(keyTypeRaw)) add('pix_key_type', `must be one of: ${PIX_KEY_TYPES.join(', ')}`);
-  if (description !== null && [...description].length > DESCRIPTION_MAX) add('description', `is too long (maximum is ${DESCRIPTION_MAX} characters)`);
+  if (descriptionRaw !== null && [...descriptionRaw].length > DESCRIPTION_MAX) add('description', `is too long (maximum is ${DESCRIPTION_MAX} characters)`);
   let externalId: string | null = null;
   if (externalRaw !== null) {
     externalId = externalRaw.trim();

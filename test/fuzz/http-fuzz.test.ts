@@ -260,7 +260,14 @@ async function send(agent: Agent, origin: string, r: FuzzRequest): Promise<Outco
   const api: Api = path.startsWith('/api/external/') || path === '/api/external' ? 'external' : path.startsWith('/api/v1/central/') ? 'central' : path.startsWith('/api/admin/') ? 'admin' : path.startsWith('/api/sandbox/') ? 'sandbox' : 'other';
   // Refused by Node's HTTP parser before any API is known (headers over 16 KB): shape 4 everywhere.
   if (status === 431) {
-    const problem = errorShapeProblem('admin', status, JSON.parse(raw));
+    if (r.method === 'HEAD') return { status, problem: null };
+    let body: unknown;
+    try {
+      body = JSON.parse(raw);
+    } catch {
+      return { status, problem: `431 body is not JSON: ${where}` };
+    }
+    const problem = errorShapeProblem('admin', status, body);
     return { status, problem: problem ? `${problem}: ${where}` : null };
   }
   if (api === 'central' && res.headers['x-ratelimit-limit'] === undefined) return { status, problem: `central answer without X-RateLimit-Limit: ${where}` };
