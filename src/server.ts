@@ -45,6 +45,8 @@ export interface StartOptions {
   print?: (text: string) => void;
   /** Extra routes mounted behind the external pipeline (tests). */
   externalPlugins?: readonly ExternalPlugin[];
+  /** Called on the root Fastify instance before routes are registered (tests observe every exchange). */
+  onApp?: (app: FastifyInstance) => void;
 }
 
 export interface RunningServer {
@@ -131,7 +133,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     demo = await seedDemo(ctx);
   }
 
-  const app = await buildApp(ctx, { externalPlugins: options.externalPlugins ?? [] });
+  const app = await buildApp(ctx, { externalPlugins: options.externalPlugins ?? [], ...(options.onApp ? { onApp: options.onApp } : {}) });
   await app.listen({ port: config.port, host: config.host });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;

@@ -184,7 +184,18 @@ export async function audit(input: AuditInput): Promise<{ anomalies: Anomaly[]; 
       expect(s, 'pix.charge.paid', r.status === 1 ? 1 : 0, `charge status ${r.status}`);
     }
   }
-  const infractions = await q<{ id: string; status: string; refund_status: string }>('SELECT id::text, status, refund_status FROM med_infractions');
+  const infractions = await q<{ id: string; status: string; refund_status: string; decision: string | null }>('SELECT id::text, status, refund_status, decision FROM med_infractions');
+  const infractionById = new Map(infractions.map((i) => [i.id, i]));
+  for (const op of input.ops) {
+    if (op.kind === 'med_open' && op.acked) {
+      if (!infractionById.has(op.acked.body?.id)) add('acknowledged_missing', `${op.id}: infraction ${op.acked.body?.id} answered ${op.acked.status} is not in med_infractions`);
+    }
+    if (op.kind === 'med_resolve' && op.acked) {
+      const id = op.path.split('/')[2]!;
+      const i = infractionById.get(id);
+      if (!i || i.decision !== op.body.decision) add('acknowledged_mismatch', `${op.id}: resolve ${id} as ${String(op.body.decision)} answered ${op.acked.status}, infraction is ${i ? `${i.status}/${i.decision}` : 'missing'}`);
+    }
+  }
   for (const i of infractions) {
     known.add(i.id);
     const why = `infraction ${i.status}/${i.refund_status}`;

@@ -95,7 +95,10 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
         SIM_SETTLEMENT_MS: '800',
         SIM_PROTECTION_MS: '1500',
         SIM_SEED: String(o.seed),
+        // A rail deadline and a claim lease far shorter than the defaults, so that stalls outlast
+        // the deadline and retries take claims over within the run (the paths issue 10 is about).
         RAIL_TIMEOUT_MS: '2000',
+        IDEMPOTENCY_LEASE_MS: '8000',
       },
       await freePort(),
       join(dir, 'pixgate.log'),

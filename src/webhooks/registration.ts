@@ -69,6 +69,7 @@ export function validateWebhook(input: unknown, allowed: readonly AllowedHost[])
   if (url.username !== '' || url.password !== '') {
     throw businessError(400, 'bad_request', { url: ['must not contain a user name or password'] });
   }
+  if (url.port === '0') throw businessError(400, 'bad_request', { url: ['must not use port 0'] });
   const allowInsecure = fields.allow_insecure ?? false;
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && allowInsecure)) throw workedFalse(422, DETAIL.insecure);
 
