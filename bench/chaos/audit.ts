@@ -75,7 +75,7 @@ export async function audit(input: AuditInput): Promise<{ anomalies: Anomaly[]; 
   let checkedAcks = 0;
   for (const op of input.ops) {
     const mine = byMarker.get(op.id) ?? [];
-    const ownKinds = op.kind === 'cash_out' ? ['cash_out'] : op.kind === 'refund' ? ['refund'] : op.kind === 'charge' ? ['charge'] : op.kind === 'inbound' ? ['pix_in'] : [];
+    const ownKinds = op.kind === 'cash_out' ? ['cash_out'] : op.kind === 'tef' ? ['tef_out'] : op.kind === 'refund' ? ['refund'] : op.kind === 'charge' ? ['charge'] : op.kind === 'inbound' ? ['pix_in'] : [];
     const made = mine.filter((r) => ownKinds.includes(r.kind));
     if (made.length > 1) {
       add('duplicate_order', `${op.id} (${op.kind}, key ${op.idempotencyKey ?? '-'}, external_id ${op.externalId ?? '-'}, ${op.sends} sends) made ${made.length} records: ${made.map((r) => `${r.transaction_id} ${r.payment_status ?? r.status}`).join(', ')}`);
@@ -90,7 +90,7 @@ export async function audit(input: AuditInput): Promise<{ anomalies: Anomaly[]; 
     }
     if (made.length === 1 && made[0]!.transaction_id !== tid) add('acknowledged_mismatch', `${op.id} answered ${tid} but its record is ${made[0]!.transaction_id}`);
     if (made.length === 0 && op.kind !== 'inbound') add('acknowledged_mismatch', `${op.id} answered ${tid} but no record carries its description`);
-    if (op.kind === 'cash_out' || op.kind === 'refund' || op.kind === 'charge' || op.kind === 'inbound') {
+    if (op.kind === 'cash_out' || op.kind === 'tef' || op.kind === 'refund' || op.kind === 'charge' || op.kind === 'inbound') {
       const cents = Number(op.body.amount);
       if (Number(row.amount) !== cents * 100) add('acknowledged_mismatch', `${op.id}: sent ${cents} cents, record ${tid} has ${row.amount} base units`);
     }
@@ -114,15 +114,18 @@ export async function audit(input: AuditInput): Promise<{ anomalies: Anomaly[]; 
   for (const [k, ids] of keys) if (ids.length > 1) add('client_log', `key ${k} was used by ${ids.join(', ')} (harness bug)`);
 
   // 4. Money of each record: its ledger transactions' net effect on the account's books matches its state.
+  // Net effect of each ledger reference on each account's books, and on all accounts together.
   const net = new Map<string, bigint>();
-  for (const r of await q<{ reference: string; s: string }>(
-    `SELECT lt.reference, sum(e.amount)::text AS s FROM ledger_transactions lt JOIN ledger_entries e ON e.ledger_transaction_id = lt.id
-       JOIN ledger_accounts la ON la.id = e.ledger_account_id WHERE la.account_id IS NOT NULL AND lt.reference IS NOT NULL GROUP BY lt.reference`,
+  const netAll = new Map<string, bigint>();
+  for (const r of await q<{ reference: string; account_id: string; s: string }>(
+    `SELECT lt.reference, la.account_id::text, sum(e.amount)::text AS s FROM ledger_transactions lt JOIN ledger_entries e ON e.ledger_transaction_id = lt.id
+       JOIN ledger_accounts la ON la.id = e.ledger_account_id WHERE la.account_id IS NOT NULL AND lt.reference IS NOT NULL GROUP BY 1, 2`,
   )) {
-    net.set(r.reference, BigInt(r.s));
+    net.set(`${r.reference}|${r.account_id}`, BigInt(r.s));
+    netAll.set(r.reference, (netAll.get(r.reference) ?? 0n) + BigInt(r.s));
   }
   for (const r of rows) {
-    const got = net.get(r.transaction_id) ?? 0n;
+    const got = net.get(`${r.transaction_id}|${r.account_id}`) ?? 0n;
     const amount = BigInt(r.amount);
     const fee = BigInt(r.fee_amount);
     let want: bigint | undefined;
@@ -130,6 +133,12 @@ export async function audit(input: AuditInput): Promise<{ anomalies: Anomaly[]; 
     else if (r.kind === 'refund' || r.kind === 'med_refund') want = r.status === 1 ? -amount : r.status === 4 ? 0n : undefined;
     else if (r.kind === 'pix_in') want = amount - fee;
     else if (r.kind === 'charge') want = r.status === 1 ? amount - fee : 0n;
+    else if (r.kind === 'tef_out') {
+      // One ledger transaction moves the amount from the source to the destination: 0 in total.
+      want = r.status === 1 ? -amount : 0n;
+      const all = netAll.get(r.transaction_id) ?? 0n;
+      if (all !== 0n) add('money_mismatch', `tef ${r.transaction_id}: its ledger transaction moves ${all} across merchant books (expected 0)`);
+    }
     if (want === undefined) {
       if (['cash_out', 'refund', 'med_refund'].includes(r.kind)) add('not_final_after_drain', `${r.kind} ${r.transaction_id} is ${r.payment_status ?? r.status} at stage ${r.stage}`);
       continue;
@@ -174,6 +183,11 @@ export async function audit(input: AuditInput): Promise<{ anomalies: Anomaly[]; 
         expect(s, 'pix.payout.confirmed', 0, why);
       }
       expect(s, 'pix.payout.queued', [0, 1], why);
+    } else if (r.kind === 'tef_out') {
+      expect(s, 'tef.transfer.sent', r.status === 1 ? 1 : 0, `tef status ${r.status}`);
+      expect(s, 'tef.transfer.failed', r.status === 1 ? 0 : 1, `tef status ${r.status}`);
+    } else if (r.kind === 'tef_in') {
+      expect(s, 'tef.transfer.received', 1, 'tef_in');
     } else if (r.kind === 'refund') {
       expect(s, 'pix.refund.completed', r.status === 1 ? 1 : 0, `refund status ${r.status}`);
       expect(s, 'pix.refund.failed', r.status === 4 ? 1 : 0, `refund status ${r.status}`);

@@ -114,11 +114,12 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
     const catalog = await (async () => {
       const merchants: Merchant[] = [];
       const webhookIds: string[] = [];
+      const evpKeys: string[] = [];
       for (let i = 0; i < o.merchants; i++) {
         const m = await operator.must('admin', 'POST', '/merchants', { name: `Chaos ${i}`, document: validCnpj() });
         await operator.must('admin', 'POST', `/accounts/${m.account_id}/deposits`, { amount: 1_000_000_000 });
         await operator.must('admin', 'PATCH', `/accounts/${m.account_id}`, { cash_out_fee_cents: i % 2 ? 7 : 0, cash_in_fee_cents: i % 2 ? 0 : 5, cash_out_daily_limit_cents: 10_000_000_000, cash_out_nighttime_limit_cents: 10_000_000_000 });
-        await operator.must('admin', 'POST', '/pix-keys', { account_id: m.account_id, type: 'evp' });
+        evpKeys.push((await operator.must('admin', 'POST', '/pix-keys', { account_id: m.account_id, type: 'evp' })).key);
         const k = await operator.must('admin', 'POST', '/api-keys', { merchant_id: m.merchant_id, account_id: m.account_id, permissions: ['pix:write', 'pix:read', 'transfer:write', 'transfer:read', 'payment:write', 'payment:read', 'account:write', 'account:read', 'statement:read'], ip_whitelist: ['127.0.0.1', '::1'] });
         const merchant = new Merchant(server!.url, m.merchant_id, m.account_id, k.client_id, k.client_secret);
         const events = ((await merchant.get('/webhooks/events', 10_000)).body as { event: string; firing: string }[]).filter((e) => e.firing === 'active').map((e) => e.event);
@@ -129,13 +130,13 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
         webhookIds.push(w.body.id);
         merchants.push(merchant);
       }
-      return { merchants, webhookIds };
+      return { merchants, webhookIds, evpKeys };
     })();
     const stallProbe = await operator.call('sandbox', 'GET', '/rail/stall', undefined, 10_000);
     stallSupported = stallProbe.status === 200;
     log(stallSupported ? `rail stall switch present: ${stallProbe.text}` : `rail stall switch absent (GET /api/sandbox/rail/stall answered ${stallProbe.status}): the stall fault is skipped`);
 
-    workload = new Workload(catalog.merchants, operator, { seed: o.seed, workers: o.workers, clientTimeoutMs: o.clientTimeoutMs, keys });
+    workload = new Workload(catalog.merchants, operator, { seed: o.seed, workers: o.workers, clientTimeoutMs: o.clientTimeoutMs, keys, evpKeys: catalog.evpKeys });
     workload.start();
 
     // Faults, one at a time, at seeded random moments, until every minimum is met and the time is up.
@@ -257,7 +258,7 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
 
     const operations: ChaosReport['operations'] = {};
     for (const op of workload.ops) {
-      const k = `${op.kind}${op.kind === 'cash_out' || op.kind === 'refund' || op.kind === 'charge' ? ` (${op.sign}${op.idempotencyKey ? ', key' : ''}${op.externalId ? ', external_id' : ''})` : ''}`;
+      const k = `${op.kind}${op.kind === 'cash_out' || op.kind === 'tef' || op.kind === 'refund' || op.kind === 'charge' ? ` (${op.sign}${op.idempotencyKey ? ', key' : ''}${op.externalId ? ', external_id' : ''})` : ''}`;
       const e = (operations[k] ??= { sent: 0, acknowledged: 0, refused: 0, unresolved: 0 });
       e.sent++;
       if (op.acked) e.acknowledged++;
