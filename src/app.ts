@@ -5,7 +5,8 @@ import type { AppContext } from './context.js';
 import { externalRoutes, type ExternalPlugin } from './external/routes.js';
 import { healthRoutes } from './health.js';
 import { sandboxRoutes } from './sandbox/routes.js';
-import { errorHandler } from './http/errorHandler.js';
+import { errorHandler, notFoundHandler, rewriteMalformedUrl } from './http/errorHandler.js';
+import { useJsonBodyParser } from './http/jsonBody.js';
 import { genRequestId } from './http/requestId.js';
 import { metricsRoutes } from './metrics/routes.js';
 import { openApiRoutes } from './openapi/routes.js';
@@ -40,6 +41,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     logController: new RequestLog({ requestIdLogLabel: 'request_id' }),
     bodyLimit: BODY_LIMIT_BYTES,
     return503OnClosing: true,
+    rewriteUrl: rewriteMalformedUrl,
     ...(ctx.config.tls ? { https: { cert: ctx.config.tls.cert, key: ctx.config.tls.key, minVersion: 'TLSv1.2' as const } } : {}),
   }) as unknown as FastifyInstance;
 
@@ -51,7 +53,8 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     ctx.metrics.httpRequest(req.method, req.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000, reply.getHeader('x-idempotent-replay') === 'true');
   });
   app.setErrorHandler(errorHandler);
-  app.setNotFoundHandler((_req, reply) => reply.code(404).send({ errors: { not_found: 'route not found' } }));
+  useJsonBodyParser(app);
+  app.setNotFoundHandler(notFoundHandler);
   options.onApp?.(app);
 
   await app.register(healthRoutes(ctx));

@@ -7,8 +7,8 @@ import type { Permission } from '../auth/permissions.js';
 import type { AppContext } from '../context.js';
 import { resolveClientIp } from '../http/clientIp.js';
 import { HMAC_DETAIL, permissionError, pipelineError, SHAPE1, workedFalse } from '../http/errors.js';
-import { CanonicalJsonError, canonicalize } from '../lib/canonicalJson.js';
-import { camelToSnake, convertKeys, snakeToCamel } from '../lib/keyCase.js';
+import { CanonicalJsonError, canonicalize, parseJson } from '../lib/canonicalJson.js';
+import { camelCaseErrorBody, camelToSnake, convertKeys, snakeToCamel } from '../lib/keyCase.js';
 import type { FixedWindowCounter, WindowHit } from '../ratelimit/fixedWindow.js';
 import { requestHash, type IdempotencyBinding, type IdempotencyClaim, type IdempotencyStore } from './idempotency.js';
 
@@ -168,8 +168,13 @@ export const STAGES: readonly Stage[] = [
     async run(req, _reply, { ctx, nonces }) {
       const { key, clientSecret } = auth(req);
       if (!key.hmac_enabled) throw workedFalse(403, HMAC_DETAIL.notConfigured);
-      const version = header(req, 'x-signature-version');
-      if (version === undefined && ctx.config.appEnv === 'homologation') throw workedFalse(401, HMAC_DETAIL.v2Required);
+      // No X-Signature-Version, or an explicit `1`, is v1; `2` is v2 (homologation: v2 only).
+      const versionHeader = header(req, 'x-signature-version');
+      const version = versionHeader === undefined ? '1' : versionHeader.trim();
+      if (version !== '1' && version !== '2') {
+        throw workedFalse(400, ctx.config.appEnv === 'homologation' ? 'X-Signature-Version must be 2' : 'X-Signature-Version must be 1 or 2');
+      }
+      if (version === '1' && ctx.config.appEnv === 'homologation') throw workedFalse(401, HMAC_DETAIL.v2Required);
       const signature = header(req, 'hmac');
       if (!signature) throw workedFalse(401, HMAC_DETAIL.missing);
       const raw = rawBody(req.body);
@@ -182,14 +187,16 @@ export const STAGES: readonly Stage[] = [
         throw err;
       }
 
-      if (version === undefined) {
+      if (version === '1') {
         if (!signatureMatches(signature, signV1(clientSecret, canonical))) throw workedFalse(401, HMAC_DETAIL.invalid);
       } else {
-        if (version.trim() !== '2') throw workedFalse(400, 'X-Signature-Version must be 2');
         const timestamp = header(req, 'x-request-timestamp') ?? '';
         if (!/^\d{1,12}$/.test(timestamp)) throw workedFalse(400, 'X-Request-Timestamp must be Unix time in seconds');
-        const skew = Math.abs(ctx.clock.now().getTime() / 1000 - Number(timestamp));
-        if (skew > V2.toleranceSeconds) throw workedFalse(401, 'Request timestamp is outside the 300-second tolerance');
+        // Whole seconds on both sides: exactly 300 s old and exactly 300 s ahead are both accepted.
+        const nowSeconds = Math.floor(ctx.clock.now().getTime() / 1000);
+        if (Math.abs(nowSeconds - Number(timestamp)) > V2.toleranceSeconds) {
+          throw workedFalse(401, 'Request timestamp is outside the 300-second tolerance');
+        }
         const nonce = header(req, 'x-request-nonce') ?? '';
         if (!V2.nonce.test(nonce)) {
           throw workedFalse(400, 'X-Request-Nonce must be 16 to 128 characters from A-Z a-z 0-9 . _ ~ -');
@@ -220,7 +227,8 @@ export const STAGES: readonly Stage[] = [
         if (claim === 'conflict') throw workedFalse(409, 'X-Request-Nonce was already used for a different request');
       }
       req.ext.canonicalBody = canonical;
-      const parsed: unknown = JSON.parse(raw);
+      // Null-prototype objects, integer-ness from the text (see parseJson).
+      const parsed: unknown = parseJson(raw);
       req.body = req.ext.camelCase ? convertKeys(parsed, camelToSnake) : parsed;
     },
   },
@@ -380,9 +388,11 @@ export function installPipeline(app: FastifyInstance, deps: PipelineDeps) {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
 
-  app.addHook('preSerialization', async (req, _reply, payload) =>
-    req.ext?.camelCase ? convertKeys(payload, snakeToCamel) : payload,
-  );
+  // camelCase clients get camelCase keys, and error texts that name fields as they sent them.
+  app.addHook('preSerialization', async (req, reply, payload) => {
+    if (!req.ext?.camelCase) return payload;
+    return reply.statusCode >= 400 ? camelCaseErrorBody(payload) : convertKeys(payload, snakeToCamel);
+  });
 
   app.addHook('onSend', async (req, reply, payload) => {
     const state = req.ext;

@@ -1,3 +1,4 @@
+import { notFoundHandler } from '../http/errorHandler.js';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
 import { installPipeline } from './pipeline.js';
@@ -17,7 +18,7 @@ export type ExternalPlugin = (app: FastifyInstance, ctx: AppContext) => Promise<
 export function externalRoutes(ctx: AppContext, extra: readonly ExternalPlugin[] = []) {
   return async function plugin(app: FastifyInstance) {
     installPipeline(app, { ctx, nonces: ctx.nonces, rateLimiter: ctx.rateCounter, idempotency: ctx.idempotency });
-    app.setNotFoundHandler((_req, reply) => reply.code(404).send({ errors: { not_found: 'route not found' } }));
+    app.setNotFoundHandler(notFoundHandler);
     await accountRoutes(app, ctx);
     await chargeRoutes(app, ctx);
     await pixKeyRoutes(app, ctx);

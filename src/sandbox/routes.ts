@@ -1,3 +1,4 @@
+import { notFoundHandler } from '../http/errorHandler.js';
 import type { FastifyInstance } from 'fastify';
 import { requireAdminToken } from '../admin/routes.js';
 import type { AppContext } from '../context.js';
@@ -12,7 +13,7 @@ import { railSandboxRoutes } from './rail.routes.js';
  */
 export function sandboxRoutes(ctx: AppContext) {
   return async function plugin(app: FastifyInstance) {
-    app.setNotFoundHandler((_req, reply) => reply.code(404).send({ errors: { not_found: 'route not found' } }));
+    app.setNotFoundHandler(notFoundHandler);
     if (ctx.config.appEnv === 'production') return;
     app.addHook('onRequest', requireAdminToken(ctx));
     await pixSandboxRoutes(app, ctx);

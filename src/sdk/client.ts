@@ -198,7 +198,7 @@ export class Pixgate<C extends KeyCase = 'snake'> {
     getRefund: (id: string): Promise<Cased<T.RefundResult, C>> => this.call('GET', `/pix/refund/${encodeURIComponent(id)}`),
     createCharge: (input: Cased<T.ChargeInput, C>, options?: RequestOptions): Promise<Cased<T.Charge, C>> => this.call('POST', '/pix/cash-in', { ...options, body: input }),
     getCharge: (id: string): Promise<Cased<T.Charge, C>> => this.call('GET', `/pix/cash-in/${encodeURIComponent(id)}`),
-    keys: (): Promise<Cased<T.PixKey[], C>> => this.call('GET', '/pix/keys'),
+    keys: (): Promise<Cased<T.PixKeyList, C>> => this.call('GET', '/pix/keys'),
   };
 
   // ---- statement and transactions ----

@@ -6,7 +6,7 @@
 type SnakeToCamel<S extends string> = S extends `${infer H}_${infer T}` ? `${H}${Capitalize<SnakeToCamel<T>>}` : S;
 export type Camelize<T> = T extends readonly (infer U)[]
   ? Camelize<U>[]
-  : T extends Record<string, unknown>
+  : T extends object
     ? { [K in keyof T as K extends string ? SnakeToCamel<K> : K]: Camelize<T[K]> }
     : T;
 export type KeyCase = 'snake' | 'camel';
@@ -183,6 +183,13 @@ export interface CpfValidation extends Open {
 export interface PixKey extends Open {
   key: string;
   type: PixKeyType;
+  status: string;
+  created_at: string;
+}
+
+export interface PixKeyList {
+  worked: true;
+  data: PixKey[];
 }
 
 export interface FeedParams {

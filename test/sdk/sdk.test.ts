@@ -79,7 +79,7 @@ describe.each(BACKENDS)('SDK against a real server (%s)', (backend) => {
     for (const [method, path] of SDK_ROUTES) expect(s.app.hasRoute({ method, url: `/api/external${path}` }), `${method} ${path}`).toBe(true);
     const doc = await fetch(`${s.url}/openapi.json`);
     if (doc.status !== 200) return; // the OpenAPI document is not served by this build yet
-    const paths = (await doc.json()).paths as Record<string, Record<string, unknown>>;
+    const paths = ((await doc.json()) as { paths: Record<string, Record<string, unknown>> }).paths;
     for (const [method, path] of SDK_ROUTES) {
       const templated = `/api/external${path.replace(/:(\w+)/g, '{$1}')}`;
       expect(paths[templated]?.[method.toLowerCase()], `${method} ${templated} in /openapi.json`).toBeDefined();

@@ -1,3 +1,4 @@
+import { MAX_AMOUNT_CENTS } from '../../lib/money.js';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../../context.js';
@@ -22,7 +23,7 @@ const document = z
 const optional = <T extends z.ZodType>(schema: T) => schema.nullish().transform((v) => v ?? undefined);
 
 const cashInBody = z.strictObject({
-  amount: z.number().int().min(1).max(CHARGE.maxAmountCents),
+  amount: z.number().int().min(1).max(Math.min(CHARGE.maxAmountCents, MAX_AMOUNT_CENTS)),
   expires_in: optional(z.number().int().min(CHARGE.minExpiresInSeconds).max(CHARGE.maxExpiresInSeconds)),
   payer_name: optional(z.string().trim().min(1).max(100)),
   payer_document: optional(document),
