@@ -3,7 +3,6 @@
  * receiver's records. Each finding is an anomaly with a check name and a detail; a clean run has none.
  * What each check means is in docs/chaos.md ("What it audits").
  */
-import pg from 'pg';
 import type { Receipt } from './receiver.js';
 import type { Op } from './workload.js';
 
@@ -23,20 +22,20 @@ function stable(v: unknown): string {
 }
 
 export interface AuditInput {
-  db: pg.Client;
+  /** Runs one SQL statement on the run's database and returns its rows. */
+  query: (text: string, params?: unknown[]) => Promise<any[]>;
   ops: Op[];
   receipts: Receipt[];
   /** Times of faults after which a webhook result may not have been recorded (kills, PostgreSQL stops). */
   faultTimes: number[];
-  /** webhook id → merchant id of the receiver's webhooks. */
+  /** Ids of the receiver's webhooks (one per merchant). */
   webhookIds: string[];
 }
 
 export async function audit(input: AuditInput): Promise<{ anomalies: Anomaly[]; figures: Record<string, number> }> {
-  const { db } = input;
   const anomalies: Anomaly[] = [];
   const add = (check: string, detail: string) => anomalies.push({ check, detail });
-  const q = async <T = any>(text: string, params: unknown[] = []): Promise<T[]> => (await db.query(text, params)).rows as T[];
+  const q = async <T = any>(text: string, params: unknown[] = []): Promise<T[]> => (await input.query(text, params)) as T[];
   const figures: Record<string, number> = {};
 
   // 1. The ledger sums to zero, overall and per ledger transaction.

@@ -244,7 +244,7 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
     await server.kill('SIGTERM');
     log('auditing');
 
-    const result = await audit({ db, ops: workload.ops, receipts: receiver.receipts, faultTimes, webhookIds: catalog.webhookIds });
+    const result = await audit({ query: async (text, params) => (await db.query(text, params)).rows, ops: workload.ops, receipts: receiver.receipts, faultTimes, webhookIds: catalog.webhookIds });
     await db.end();
     anomalies.push(...result.anomalies);
     for (const n of workload.notes) anomalies.push({ check: n.what === 'client error' ? 'harness' : 'answer', detail: `${n.op}: ${n.what}: ${n.detail}` });
