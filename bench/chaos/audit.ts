@@ -30,6 +30,8 @@ export interface AuditInput {
   faultTimes: number[];
   /** Ids of the receiver's webhooks (one per merchant). */
   webhookIds: string[];
+  /** Events the receiver's webhooks subscribe to (every event that fires); others (internal events) are not delivered. */
+  subscribed?: string[];
 }
 
 export async function audit(input: AuditInput): Promise<{ anomalies: Anomaly[]; figures: Record<string, number> }> {
@@ -74,7 +76,7 @@ export async function audit(input: AuditInput): Promise<{ anomalies: Anomaly[]; 
   let checkedAcks = 0;
   for (const op of input.ops) {
     const mine = byMarker.get(op.id) ?? [];
-    const ownKinds = op.kind === 'cash_out' ? ['cash_out'] : op.kind === 'tef' ? ['tef_out'] : op.kind === 'refund' ? ['refund'] : op.kind === 'charge' ? ['charge'] : op.kind === 'inbound' ? ['pix_in'] : [];
+    const ownKinds = op.kind === 'cash_out' ? ['cash_out'] : op.kind === 'tef' ? ['tef_out'] : op.kind === 'deposit' ? ['deposit'] : op.kind === 'refund' ? ['refund'] : op.kind === 'charge' ? ['charge'] : op.kind === 'inbound' ? ['pix_in'] : [];
     const made = mine.filter((r) => ownKinds.includes(r.kind));
     if (made.length > 1) {
       add('duplicate_order', `${op.id} (${op.kind}, key ${op.idempotencyKey ?? '-'}, external_id ${op.externalId ?? '-'}, ${op.sends} sends) made ${made.length} records: ${made.map((r) => `${r.transaction_id} ${r.payment_status ?? r.status}`).join(', ')}`);
@@ -89,7 +91,7 @@ export async function audit(input: AuditInput): Promise<{ anomalies: Anomaly[]; 
     }
     if (made.length === 1 && made[0]!.transaction_id !== tid) add('acknowledged_mismatch', `${op.id} answered ${tid} but its record is ${made[0]!.transaction_id}`);
     if (made.length === 0 && op.kind !== 'inbound') add('acknowledged_mismatch', `${op.id} answered ${tid} but no record carries its description`);
-    if (op.kind === 'cash_out' || op.kind === 'tef' || op.kind === 'refund' || op.kind === 'charge' || op.kind === 'inbound') {
+    if (op.kind === 'cash_out' || op.kind === 'tef' || op.kind === 'deposit' || op.kind === 'refund' || op.kind === 'charge' || op.kind === 'inbound') {
       const cents = Number(op.body.amount);
       if (Number(row.amount) !== cents * 100) add('acknowledged_mismatch', `${op.id}: sent ${cents} cents, record ${tid} has ${row.amount} base units`);
     }
@@ -131,6 +133,7 @@ export async function audit(input: AuditInput): Promise<{ anomalies: Anomaly[]; 
     if (r.kind === 'cash_out') want = r.payment_status === 'settled' ? -(amount + fee) : r.payment_status === 'rejected' || r.payment_status === 'failed' ? 0n : undefined;
     else if (r.kind === 'refund' || r.kind === 'med_refund') want = r.status === 1 ? -amount : r.status === 4 ? 0n : undefined;
     else if (r.kind === 'pix_in') want = amount - fee;
+    else if (r.kind === 'deposit') want = amount;
     else if (r.kind === 'charge') want = r.status === 1 ? amount - fee : 0n;
     else if (r.kind === 'tef_out') {
       // One ledger transaction moves the amount from the source to the destination: 0 in total.
@@ -161,6 +164,8 @@ export async function audit(input: AuditInput): Promise<{ anomalies: Anomaly[]; 
     const [lo, hi] = Array.isArray(want) ? want : [want, want];
     if (n < lo || n > hi) add('event_vs_state', `${subject} (${why}): ${n} × ${event}, expected ${lo === hi ? lo : `${lo}..${hi}`}`);
   };
+  // Deposits write an (internal) event where the server has one: then every deposit has exactly one.
+  const depositEvents = events.some((e) => e.event === 'account.deposit.completed');
   const known = new Set<string>();
   for (const r of rows) {
     known.add(r.transaction_id);
@@ -185,6 +190,8 @@ export async function audit(input: AuditInput): Promise<{ anomalies: Anomaly[]; 
     } else if (r.kind === 'tef_out') {
       expect(s, 'tef.transfer.sent', r.status === 1 ? 1 : 0, `tef status ${r.status}`);
       expect(s, 'tef.transfer.failed', r.status === 1 ? 0 : 1, `tef status ${r.status}`);
+    } else if (r.kind === 'deposit') {
+      expect(s, 'account.deposit.completed', depositEvents ? 1 : 0, 'deposit');
     } else if (r.kind === 'tef_in') {
       expect(s, 'tef.transfer.received', 1, 'tef_in');
     } else if (r.kind === 'refund') {
@@ -229,7 +236,9 @@ export async function audit(input: AuditInput): Promise<{ anomalies: Anomaly[]; 
   const deliveryById = new Map(deliveries.map((d) => [d.id, d]));
   const deliveriesByOutbox = new Map<string, number>();
   for (const d of deliveries) if (input.webhookIds.includes(d.webhook_id)) deliveriesByOutbox.set(d.outbox_id, (deliveriesByOutbox.get(d.outbox_id) ?? 0) + 1);
+  const delivered = (event: string) => !input.subscribed || input.subscribed.includes(event);
   for (const e of events) {
+    if (!delivered(e.event)) continue;
     const n = deliveriesByOutbox.get(e.id) ?? 0;
     if (n !== 1) add('event_not_fanned_out', `outbox ${e.id} ${e.event} ${e.subject}: ${n} deliveries to the receiver's webhook`);
   }

@@ -115,6 +115,7 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
       const merchants: Merchant[] = [];
       const webhookIds: string[] = [];
       const evpKeys: string[] = [];
+      let subscribed: string[] = [];
       for (let i = 0; i < o.merchants; i++) {
         const m = await operator.must('admin', 'POST', '/merchants', { name: `Chaos ${i}`, document: validCnpj() });
         await operator.must('admin', 'POST', `/accounts/${m.account_id}/deposits`, { amount: 1_000_000_000 });
@@ -123,6 +124,7 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
         const k = await operator.must('admin', 'POST', '/api-keys', { merchant_id: m.merchant_id, account_id: m.account_id, permissions: ['pix:write', 'pix:read', 'transfer:write', 'transfer:read', 'payment:write', 'payment:read', 'account:write', 'account:read', 'statement:read'], ip_whitelist: ['127.0.0.1', '::1'] });
         const merchant = new Merchant(server!.url, m.merchant_id, m.account_id, k.client_id, k.client_secret);
         const events = ((await merchant.get('/webhooks/events', 10_000)).body as { event: string; firing: string }[]).filter((e) => e.firing === 'active').map((e) => e.event);
+        subscribed = events;
         const secret = `whsec_chaos_${randomBytes(16).toString('hex')}`;
         receiver.secrets.set(String(m.merchant_id), secret);
         const w = await merchant.post('/webhooks', { url: receiver.url(String(m.merchant_id)), events, secret, allow_insecure: true }, { sign: 'v1', timeoutMs: 10_000 });
@@ -130,13 +132,18 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
         webhookIds.push(w.body.id);
         merchants.push(merchant);
       }
-      return { merchants, webhookIds, evpKeys };
+      return { merchants, webhookIds, evpKeys, subscribed };
     })();
+    // Deposits join the mix only where a retried deposit is safe: the same Idempotency-Key twice must name one deposit.
+    const probe = () => operator.call('admin', 'POST', `/accounts/${catalog.merchants[0]!.accountId}/deposits`, { amount: 1, description: 'chaos-probe' }, 10_000, { 'idempotency-key': 'chaos-deposit-probe' });
+    const [p1, p2] = [await probe(), await probe()];
+    const idempotentDeposits = p1.status === 201 && (p2.status === 200 || p2.status === 201) && p1.body?.transaction_id === p2.body?.transaction_id;
+    log(idempotentDeposits ? 'operator deposits honour Idempotency-Key: deposits join the mix' : 'operator deposits ignore Idempotency-Key: no deposits during the faults (a retry would credit twice)');
     const stallProbe = await operator.call('sandbox', 'GET', '/rail/stall', undefined, 10_000);
     stallSupported = stallProbe.status === 200;
     log(stallSupported ? `rail stall switch present: ${stallProbe.text}` : `rail stall switch absent (GET /api/sandbox/rail/stall answered ${stallProbe.status}): the stall fault is skipped`);
 
-    workload = new Workload(catalog.merchants, operator, { seed: o.seed, workers: o.workers, clientTimeoutMs: o.clientTimeoutMs, keys, evpKeys: catalog.evpKeys });
+    workload = new Workload(catalog.merchants, operator, { seed: o.seed, workers: o.workers, clientTimeoutMs: o.clientTimeoutMs, keys, evpKeys: catalog.evpKeys, idempotentDeposits });
     workload.start();
 
     // Faults, one at a time, at seeded random moments, until every minimum is met and the time is up.
@@ -244,7 +251,7 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
     await server.kill('SIGTERM');
     log('auditing');
 
-    const result = await audit({ query: async (text, params) => (await db.query(text, params)).rows, ops: workload.ops, receipts: receiver.receipts, faultTimes, webhookIds: catalog.webhookIds });
+    const result = await audit({ query: async (text, params) => (await db.query(text, params)).rows, ops: workload.ops, receipts: receiver.receipts, faultTimes, webhookIds: catalog.webhookIds, subscribed: catalog.subscribed });
     await db.end();
     anomalies.push(...result.anomalies);
     for (const n of workload.notes) anomalies.push({ check: n.what === 'client error' ? 'harness' : 'answer', detail: `${n.op}: ${n.what}: ${n.detail}` });
