@@ -124,7 +124,7 @@ describe.skipIf(!haveChromium)('merchant portal in chromium', () => {
     expect(await page.getByRole('status').first().textContent()).toContain('created');
     const img = page.getByTestId('qr');
     expect(await img.getAttribute('src')).toMatch(/^data:image\/png;base64,/);
-    expect(await img.evaluate((el: HTMLImageElement) => el.naturalWidth)).toBeGreaterThan(0);
+    expect(await img.evaluate((el) => (el as unknown as { naturalWidth: number }).naturalWidth)).toBeGreaterThan(0);
     expect(await page.getByTestId('emv').inputValue()).toContain('br.gov.bcb.pix');
     await shot('charge');
   });
@@ -234,7 +234,7 @@ describe.skipIf(!haveChromium)('merchant portal in chromium', () => {
     try {
       await signIn(p3, a);
       await p3.waitForURL('**/portal/balance');
-      const overflow = await p3.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      const overflow = await p3.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
       expect(overflow).toBeLessThanOrEqual(0);
       mkdirSync(SHOTS, { recursive: true });
       await p3.screenshot({ path: join(SHOTS, 'balance-phone.png') });
