@@ -27,6 +27,13 @@ export interface Config {
   webhookRetryScheduleMs: number[];
   simSettlementMs: number;
   simProtectionMs: number;
+  /** RAIL_TIMEOUT_MS: deadline of every call pixgate makes to the rail; shorter than the idempotency lease. */
+  railTimeoutMs: number;
+  /**
+   * IDEMPOTENCY_LEASE_MS: how long a request holds its Idempotency-Key before a retry may take it
+   * over (the holder is presumed dead). Always longer than `railTimeoutMs`.
+   */
+  idempotencyLeaseMs: number;
   /** Seed of the rail simulator's random draws (SIM_SEED); random when unset, logged at start. */
   simSeed: number;
   simSeedGenerated: boolean;
@@ -179,6 +186,13 @@ export function parseConfig(env: Env = process.env): Config {
   const seedText = nonEmpty(env, 'SIM_SEED');
   const simSeed = seedText === undefined ? randomBytes(4).readUInt32BE(0) : readInt(env, 'SIM_SEED', 0, 0, 0xffff_ffff);
 
+  const railTimeoutMs = readInt(env, 'RAIL_TIMEOUT_MS', 10_000, 50, 600_000);
+  const idempotencyLeaseMs = readInt(env, 'IDEMPOTENCY_LEASE_MS', 60_000, 100, 3_600_000);
+  if (railTimeoutMs >= idempotencyLeaseMs) {
+    // A request still waiting for the rail must never lose its key to a retry.
+    throw new ConfigError(`RAIL_TIMEOUT_MS (${railTimeoutMs}) must be shorter than IDEMPOTENCY_LEASE_MS (${idempotencyLeaseMs})`);
+  }
+
   const logLevel = nonEmpty(env, 'LOG_LEVEL') ?? 'info';
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent; got "${logLevel}"`);
@@ -200,6 +214,8 @@ export function parseConfig(env: Env = process.env): Config {
     webhookRetryScheduleMs,
     simSettlementMs: readInt(env, 'SIM_SETTLEMENT_MS', 1600, 0, 3_600_000),
     simProtectionMs: readInt(env, 'SIM_PROTECTION_MS', 30000, 0, 86_400_000),
+    railTimeoutMs,
+    idempotencyLeaseMs,
     simSeed,
     simSeedGenerated: seedText === undefined,
     institutionIspb,

@@ -10,6 +10,7 @@ import { openDatabase } from './db/open.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { loggerOptions } from './logger.js';
 import { SimulatedRail } from './rail/simulator.js';
+import { withDeadline } from './rail/rail.js';
 import { MemoryNonceStore, RedisNonceStore } from './auth/nonceStore.js';
 import { IdempotencyStore } from './external/idempotency.js';
 import type { ExternalPlugin } from './external/routes.js';
@@ -43,6 +44,8 @@ export interface StartOptions {
   print?: (text: string) => void;
   /** Extra routes mounted behind the external pipeline (tests). */
   externalPlugins?: readonly ExternalPlugin[];
+  /** Called on the root Fastify instance before routes are registered (tests observe every exchange). */
+  onApp?: (app: FastifyInstance) => void;
 }
 
 export interface RunningServer {
@@ -83,21 +86,27 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     redis,
     clock,
     log,
-    rail: instrumentRail(new SimulatedRail({
-      db,
-      institutionIspb: config.institutionIspb,
-      institutionName: INSTITUTION_NAME,
-      clock,
-      log,
-      settlementMs: config.simSettlementMs,
-      protectionMs: config.simProtectionMs,
-      seed: config.simSeed,
-    }), metrics),
+    rail: instrumentRail(
+      withDeadline(
+        new SimulatedRail({
+          db,
+          institutionIspb: config.institutionIspb,
+          institutionName: INSTITUTION_NAME,
+          clock,
+          log,
+          settlementMs: config.simSettlementMs,
+          protectionMs: config.simProtectionMs,
+          seed: config.simSeed,
+        }),
+        config.railTimeoutMs,
+      ),
+      metrics,
+    ),
     institutionName: INSTITUTION_NAME,
     workers: [],
     rateCounter: redis ? new RedisFixedWindow(redis, clock) : new MemoryFixedWindow(clock),
     nonces: redis ? new RedisNonceStore(redis) : new MemoryNonceStore(clock),
-    idempotency: new IdempotencyStore(db, clock),
+    idempotency: new IdempotencyStore(db, clock, { leaseMs: config.idempotencyLeaseMs }),
     metrics,
   };
   ctx.workers.push(periodicWorker('idempotency-purge', 60_000, log, () => ctx.idempotency.purgeExpired()));
@@ -118,7 +127,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     demo = await seedDemo(ctx);
   }
 
-  const app = await buildApp(ctx, { externalPlugins: options.externalPlugins ?? [] });
+  const app = await buildApp(ctx, { externalPlugins: options.externalPlugins ?? [], ...(options.onApp ? { onApp: options.onApp } : {}) });
   await app.listen({ port: config.port, host: config.host });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;

@@ -1,3 +1,4 @@
+import { notFoundHandler } from '../http/errorHandler.js';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { tefAdminRoutes } from '../tef/routes.js';
 import { createApiKey, revokeApiKey, updateApiKey, apiKeyView } from '../auth/apiKeys.js';
@@ -20,7 +21,7 @@ import { webhookAdminRoutes } from '../webhooks/admin.routes.js';
 export function adminRoutes(ctx: AppContext) {
   return async function plugin(app: FastifyInstance) {
     app.addHook('onRequest', requireAdminToken(ctx));
-    app.setNotFoundHandler((_req, reply) => reply.code(404).send({ errors: { not_found: 'route not found' } }));
+    app.setNotFoundHandler(notFoundHandler);
 
     app.post('/merchants', async (req, reply) => {
       const body = parseOrThrow(S.createMerchant, req.body);

@@ -29,6 +29,28 @@ export interface Database extends Sql {
   poolStats?(): { total: number; idle: number; waiting: number };
 }
 
+const commitHooks = new WeakMap<Sql, (() => void)[]>();
+
+/**
+ * Runs `fn` after the transaction of `tx` has committed — never if it rolls back, fails at COMMIT
+ * or is run again (40001/40P01: each attempt has its own handle). For state kept outside the
+ * database that must only reflect what is durable (e.g. an idempotency answer).
+ */
+export function afterCommit(tx: Sql, fn: () => void): void {
+  const hooks = commitHooks.get(tx);
+  if (!hooks) throw new Error('afterCommit needs the handle of a transaction (Database.transaction)');
+  hooks.push(fn);
+}
+
+/** For Database implementations: makes `tx` accept afterCommit; call the result after COMMIT. */
+export function commitHooksFor(tx: Sql): () => void {
+  const hooks: (() => void)[] = [];
+  commitHooks.set(tx, hooks);
+  return () => {
+    for (const hook of hooks) hook();
+  };
+}
+
 /** PostgreSQL SQLSTATE of a driver error, if it has one. */
 export function sqlState(err: unknown): string | undefined {
   if (typeof err === 'object' && err !== null && 'code' in err) {

@@ -4,6 +4,12 @@
  */
 export const BASE_UNITS_PER_CENT = 100;
 
+/** The per-operation business maximum of every amount in every API, in cents (R$ 1 billion). */
+export const MAX_AMOUNT_CENTS = 100_000_000_000;
+
+/** The largest balance an account may hold, in base units (below 2^53). */
+export const MAX_BALANCE_BASE_UNITS = 9_000_000_000_000_000;
+
 export function centsToBaseUnits(cents: number): number {
   if (!Number.isSafeInteger(cents)) throw new RangeError(`cents must be a safe integer, got ${cents}`);
   const base = cents * BASE_UNITS_PER_CENT;
@@ -22,5 +28,3 @@ export function safeSum(values: readonly number[]): number {
   return total;
 }
 
-export const MAX_AMOUNT_CENTS = 100_000_000_000;
-export const MAX_BALANCE_BASE_UNITS = 9_000_000_000_000_000;

@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import type { Sql } from '../db/db.js';
 import { emitEvent } from '../events/outbox.js';
-import type { FieldMap } from '../http/errors.js';
-import { canonicalize } from '../lib/canonicalJson.js';
+import { addField, newFieldMap } from '../http/errors.js';
+import { canonicalize, JsonDecimal } from '../lib/canonicalJson.js';
 import { isoZ } from '../lib/clock.js';
 import { newTransactionId } from '../lib/ids.js';
 import { centsToBaseUnits, MAX_AMOUNT_CENTS } from '../lib/money.js';
@@ -47,8 +47,8 @@ const FIELDS = new Set(['amount', 'account_id', 'pix_key', 'pix_key_type', 'desc
 export function parseTef(body: unknown): TefCommand {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw tefBadRequest({ body: ['must be a JSON object'] });
   const b = body as Record<string, unknown>;
-  const fields: FieldMap = Object.create(null) as FieldMap;
-  const add = (field: string, message: string) => (fields[field] ??= []).push(message);
+  const fields = newFieldMap();
+  const add = (field: string, message: string) => addField(fields, field, message);
   for (const key of Object.keys(b)) if (!FIELDS.has(key)) add(key, 'is not a permitted field');
   const present = (k: string) => Object.hasOwn(b, k) && b[k] !== undefined && b[k] !== null;
   const str = (k: string): string | null => {
@@ -81,7 +81,7 @@ export function parseTef(body: unknown): TefCommand {
   if (Object.keys(fields).length > 0) throw tefBadRequest(fields);
   const a = b.amount;
   if (typeof a !== 'number' || !Number.isSafeInteger(a) || a <= 0 || a > MAX_AMOUNT_CENTS) {
-    throw tefError('invalid_amount', { detail: `amount must be an integer number of cents from 1 to ${MAX_AMOUNT_CENTS}, got ${JSON.stringify(a)}` });
+    throw tefError('invalid_amount', { detail: `amount must be an integer number of cents from 1 to ${MAX_AMOUNT_CENTS}, got ${a instanceof JsonDecimal ? a.text : JSON.stringify(a)}` });
   }
   const pixKey = pixKeyRaw === null ? null : resolveKey(pixKeyRaw, keyTypeRaw as PixKeyType | null);
   const what = { amount: a, account_id: toAccountId, key: pixKey?.key ?? null, description };
