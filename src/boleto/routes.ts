@@ -111,7 +111,9 @@ export function boletoRoutes(ctx: AppContext) {
       try {
         await ctx.db.ping();
       } catch (err) {
-        throw new BoletoError('SERVICE_UNAVAILABLE', 'The database does not answer', { database: (err as Error).message });
+        // Never the driver's error text in the answer (it can name hosts and users): the log has it.
+        request.log.warn({ err: (err as Error).message }, 'boleto health: database unavailable');
+        throw new BoletoError('SERVICE_UNAVAILABLE', 'The database does not answer', { database: 'unavailable' });
       }
       return send(reply, request, 200, { status: 'ok', app_env: ctx.config.appEnv, time: ctx.clock.now().toISOString() });
     });

@@ -1,6 +1,9 @@
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { CHECK_VIOLATION, constraintName, sqlState } from '../db/db.js';
+import { BOUND_CONSTRAINTS } from '../ledger/ledger.js';
+import { AmountTooLargeError } from '../lib/money.js';
 import { badRequest, businessError, HttpError, internalError } from './errors.js';
 
 /**
@@ -17,6 +20,12 @@ export function errorHandler(error: FastifyError | HttpError | Error, request: F
 
 export function toHttpError(error: unknown, request: FastifyRequest): HttpError {
   if (error instanceof HttpError) return error;
+  // Amounts and balances past the bounds of src/lib/money.ts (checked addition or a database
+  // CHECK): a clear 422 in the business shape, never a 500.
+  if (error instanceof AmountTooLargeError) return businessError(422, 'amount_too_large', error.message);
+  if (sqlState(error) === CHECK_VIOLATION && BOUND_CONSTRAINTS.has(constraintName(error) ?? '')) {
+    return businessError(422, 'amount_too_large', 'the amount exceeds the maximum of one operation or of an account balance');
+  }
   const fe = error as FastifyError;
   const status = typeof fe.statusCode === 'number' ? fe.statusCode : 500;
   if (status === 415) return businessError(415, 'unsupported_media_type', 'Content-Type must be application/json');
