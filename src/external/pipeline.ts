@@ -6,8 +6,8 @@ import { NonceStoreUnavailableError, type NonceStore } from '../auth/nonceStore.
 import type { Permission } from '../auth/permissions.js';
 import type { AppContext } from '../context.js';
 import { resolveClientIp } from '../http/clientIp.js';
-import { HMAC_DETAIL, permissionError, pipelineError, SHAPE1, workedFalse } from '../http/errors.js';
-import { CanonicalJsonError, canonicalize, parseJson } from '../lib/canonicalJson.js';
+import { badRequest, HMAC_DETAIL, permissionError, pipelineError, SHAPE1, workedFalse } from '../http/errors.js';
+import { CanonicalJsonError, canonicalize, JsonContentError, parseJson } from '../lib/canonicalJson.js';
 import { camelCaseErrorBody, camelToSnake, convertKeys, snakeToCamel } from '../lib/keyCase.js';
 import type { FixedWindowCounter, WindowHit } from '../ratelimit/fixedWindow.js';
 import { invalidSignature, logSignatureRefusal } from './signatureDebug.js';
@@ -223,7 +223,13 @@ export const STAGES: readonly Stage[] = [
       }
       req.ext.canonicalBody = canonical;
       // Null-prototype objects, integer-ness from the text (see parseJson).
-      const parsed: unknown = parseJson(raw);
+      let parsed: unknown;
+      try {
+        parsed = parseJson(raw);
+      } catch (err) {
+        if (err instanceof JsonContentError) throw badRequest(err.message);
+        throw err;
+      }
       req.body = req.ext.camelCase ? convertKeys(parsed, camelToSnake) : parsed;
     },
   },
