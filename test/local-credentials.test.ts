@@ -62,5 +62,5 @@ describe('local credentials kept in the data folder', () => {
     const third = await start({ ADMIN_TOKEN: 'operator-chosen-token-123' });
     expect(third.server.ctx.config.adminToken).toBe('operator-chosen-token-123');
     await third.server.stop();
-  });
+  }, 120_000); // three starts of the embedded database on disk
 });

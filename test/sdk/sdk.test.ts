@@ -137,8 +137,13 @@ describe.each(BACKENDS)('SDK against a real server (%s)', (backend) => {
     expect(charge).toBeInstanceOf(BusinessError); // no PIX key: unprocessable_entity
     await addPixKey(s, f.accountId, 'evp');
     for (let i = 0; i < 3; i++) await c.pix.createCharge({ amount: 100 + i });
-    const events = [];
-    for await (const e of c.events.all({ limit: 2, type: ['pix.charge.created'] })) events.push(e);
+    const all = async () => {
+      const events = [];
+      for await (const e of c.events.all({ limit: 2, type: ['pix.charge.created'] })) events.push(e);
+      return events;
+    };
+    // On a shared PostgreSQL another session's open transaction may hold the feed's horizon for up to 5 s.
+    const events = await waitFor(all, (e) => e.length === 3);
     expect(events.map((e) => e.payload.amount)).toEqual([10_000, 10_100, 10_200]);
   });
 
