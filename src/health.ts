@@ -17,15 +17,18 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 export function healthRoutes(ctx: AppContext) {
   return async function plugin(app: FastifyInstance) {
     app.get('/healthz', async () => ({ status: 'ok' }));
-    app.get('/readyz', async (_req, reply) => {
+    app.get('/readyz', async (req, reply) => {
       const checks: Record<string, string> = {};
       let ready = true;
+      // A probe answers 'unavailable', never the driver's error text (it can name hosts, users,
+      // schemas); the cause goes to the log.
       try {
         await withTimeout(ctx.db.ping(), PROBE_TIMEOUT_MS);
         checks.database = 'ok';
       } catch (err) {
         ready = false;
-        checks.database = `error: ${(err as Error).message}`;
+        checks.database = 'unavailable';
+        req.log.warn({ err: (err as Error).message }, 'readiness: database unavailable');
       }
       if (ctx.redis) {
         try {
@@ -33,7 +36,8 @@ export function healthRoutes(ctx: AppContext) {
           checks.redis = 'ok';
         } catch (err) {
           ready = false;
-          checks.redis = `error: ${(err as Error).message}`;
+          checks.redis = 'unavailable';
+          req.log.warn({ err: (err as Error).message }, 'readiness: redis unavailable');
         }
       } else {
         checks.redis = 'not configured';
