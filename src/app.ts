@@ -5,8 +5,11 @@ import type { AppContext } from './context.js';
 import { externalRoutes, type ExternalPlugin } from './external/routes.js';
 import { healthRoutes } from './health.js';
 import { sandboxRoutes } from './sandbox/routes.js';
-import { errorHandler } from './http/errorHandler.js';
+import { errorHandler, notFoundHandler, rewriteMalformedUrl } from './http/errorHandler.js';
+import { useJsonBodyParser } from './http/jsonBody.js';
 import { genRequestId } from './http/requestId.js';
+import { metricsRoutes } from './metrics/routes.js';
+import { openApiRoutes } from './openapi/routes.js';
 
 /** Largest request body accepted anywhere (JSON payloads of this API are small). */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -25,23 +28,38 @@ class RequestLog extends LogController {
  * Builds the Fastify app that serves every prefix of the operator contract, from dependencies
  * built elsewhere. It never listens: server.ts does, tests do on a random port.
  */
-export async function buildApp(ctx: AppContext, options: { externalPlugins?: readonly ExternalPlugin[] } = {}): Promise<FastifyInstance> {
+export interface BuildOptions {
+  externalPlugins?: readonly ExternalPlugin[];
+  /** Called on the root instance before any route is registered (tests install observing hooks). */
+  onApp?: (app: FastifyInstance) => void;
+}
+
+export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: ctx.log,
     genReqId: genRequestId,
     logController: new RequestLog({ requestIdLogLabel: 'request_id' }),
     bodyLimit: BODY_LIMIT_BYTES,
     return503OnClosing: true,
+    rewriteUrl: rewriteMalformedUrl,
     ...(ctx.config.tls ? { https: { cert: ctx.config.tls.cert, key: ctx.config.tls.key, minVersion: 'TLSv1.2' as const } } : {}),
   }) as unknown as FastifyInstance;
 
   app.addHook('onRequest', async (req, reply) => {
     void reply.header('x-request-id', req.id);
   });
+  // One measurement per answered request, by route pattern (src/metrics).
+  app.addHook('onResponse', async (req, reply) => {
+    ctx.metrics.httpRequest(req.method, req.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000, reply.getHeader('x-idempotent-replay') === 'true');
+  });
   app.setErrorHandler(errorHandler);
-  app.setNotFoundHandler((_req, reply) => reply.code(404).send({ errors: { not_found: 'route not found' } }));
+  useJsonBodyParser(app);
+  app.setNotFoundHandler(notFoundHandler);
+  options.onApp?.(app);
 
   await app.register(healthRoutes(ctx));
+  await app.register(metricsRoutes(ctx));
+  await app.register(openApiRoutes);
   await app.register(adminRoutes(ctx), { prefix: '/api/admin' });
   await app.register(externalRoutes(ctx, options.externalPlugins), { prefix: '/api/external' });
   await app.register(boletoRoutes(ctx), { prefix: '/api/v1/central' });

@@ -27,12 +27,22 @@ export interface Config {
   webhookRetryScheduleMs: number[];
   simSettlementMs: number;
   simProtectionMs: number;
+  /** RAIL_TIMEOUT_MS: deadline of every call pixgate makes to the rail; shorter than the idempotency lease. */
+  railTimeoutMs: number;
+  /**
+   * IDEMPOTENCY_LEASE_MS: how long a request holds its Idempotency-Key before a retry may take it
+   * over (the holder is presumed dead). Always longer than `railTimeoutMs`.
+   */
+  idempotencyLeaseMs: number;
   /** Seed of the rail simulator's random draws (SIM_SEED); random when unset, logged at start. */
   simSeed: number;
   simSeedGenerated: boolean;
   institutionIspb: string;
   tls: { cert: Buffer; key: Buffer } | undefined;
   webConcurrency: number;
+  /** Token-less metrics listener (METRICS_PORT, METRICS_HOST); undefined: only GET /metrics with the admin token. */
+  metricsPort: number | undefined;
+  metricsHost: string;
   logLevel: string;
   /** Connection pools and per-connection limits of PostgreSQL (docs/decisions.md, "Bounds"). */
   db: DbLimits;
@@ -206,8 +216,17 @@ export function parseConfig(env: Env = process.env): Config {
     throw new ConfigError('WEB_CONCURRENCY above 1 requires DATABASE_URL and REDIS_URL');
   }
 
+  const metricsPort = nonEmpty(env, 'METRICS_PORT') === undefined ? undefined : readInt(env, 'METRICS_PORT', 0, 0, 65535);
+
   const seedText = nonEmpty(env, 'SIM_SEED');
   const simSeed = seedText === undefined ? randomBytes(4).readUInt32BE(0) : readInt(env, 'SIM_SEED', 0, 0, 0xffff_ffff);
+
+  const railTimeoutMs = readInt(env, 'RAIL_TIMEOUT_MS', 10_000, 50, 600_000);
+  const idempotencyLeaseMs = readInt(env, 'IDEMPOTENCY_LEASE_MS', 60_000, 100, 3_600_000);
+  if (railTimeoutMs >= idempotencyLeaseMs) {
+    // A request still waiting for the rail must never lose its key to a retry.
+    throw new ConfigError(`RAIL_TIMEOUT_MS (${railTimeoutMs}) must be shorter than IDEMPOTENCY_LEASE_MS (${idempotencyLeaseMs})`);
+  }
 
   const logLevel = nonEmpty(env, 'LOG_LEVEL') ?? 'info';
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
@@ -249,11 +268,15 @@ export function parseConfig(env: Env = process.env): Config {
     webhookRetryScheduleMs,
     simSettlementMs: readInt(env, 'SIM_SETTLEMENT_MS', 1600, 0, 3_600_000),
     simProtectionMs: readInt(env, 'SIM_PROTECTION_MS', 30000, 0, 86_400_000),
+    railTimeoutMs,
+    idempotencyLeaseMs,
     simSeed,
     simSeedGenerated: seedText === undefined,
     institutionIspb,
     tls,
     webConcurrency,
+    metricsPort,
+    metricsHost: nonEmpty(env, 'METRICS_HOST') ?? '127.0.0.1',
     logLevel,
     db,
     retention,

@@ -7,6 +7,7 @@ import type { NonceStore } from './auth/nonceStore.js';
 import type { IdempotencyStore } from './external/idempotency.js';
 import type { Rail } from './rail/rail.js';
 import type { FixedWindowCounter } from './ratelimit/fixedWindow.js';
+import type { Metrics } from './metrics/metrics.js';
 
 /** A background loop (rail simulator, webhook delivery, expiry sweeps). */
 export interface BackgroundWorker {
@@ -36,4 +37,6 @@ export interface AppContext {
   /** Signature-v2 nonces: Redis when configured, process memory otherwise. */
   nonces: NonceStore;
   idempotency: IdempotencyStore;
+  /** Operational metrics of this process (src/metrics). */
+  metrics: Metrics;
 }

@@ -5,6 +5,7 @@ import { migrate } from './db/migrate.js';
 import { openDatabase } from './db/open.js';
 import { loggerOptions } from './logger.js';
 import { SHUTDOWN_TIMEOUT_MS, startServer } from './server.js';
+import { clusterCollector, startMetricsListener } from './metrics/listener.js';
 
 /**
  * Entry point. One process by default; with WEB_CONCURRENCY > 1 the primary migrates the database
@@ -30,6 +31,10 @@ async function main() {
     await db.close();
     log.info({ workers: config.webConcurrency }, 'starting HTTP workers');
     for (let i = 0; i < config.webConcurrency; i++) cluster.fork();
+    if (config.metricsPort !== undefined) {
+      await startMetricsListener(config.metricsPort, config.metricsHost, clusterCollector());
+      log.info({ port: config.metricsPort, host: config.metricsHost }, 'metrics listener ready (sum over workers)');
+    }
     let shuttingDown = false;
     cluster.on('exit', (worker, code, signal) => {
       if (shuttingDown) return;

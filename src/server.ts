@@ -10,6 +10,7 @@ import { openDatabase } from './db/open.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { loggerOptions } from './logger.js';
 import { SimulatedRail } from './rail/simulator.js';
+import { withDeadline } from './rail/rail.js';
 import { MemoryNonceStore, RedisNonceStore } from './auth/nonceStore.js';
 import { IdempotencyStore } from './external/idempotency.js';
 import type { ExternalPlugin } from './external/routes.js';
@@ -20,6 +21,9 @@ import { seedDemo, type DemoCredentials } from './seed.js';
 import { railNotificationHandler } from './pix/railEvents.js';
 import { pixWorkers } from './pix/recovery.js';
 import { webhookWorkers } from './webhooks/workers.js';
+import { instrumentRail, Metrics } from './metrics/metrics.js';
+import { shareWithClusterPrimary, startMetricsListener } from './metrics/listener.js';
+import cluster from 'node:cluster';
 
 export const INSTITUTION_NAME = 'pixgate';
 /** Graceful shutdown must finish within this; then the process exits regardless. */
@@ -40,6 +44,8 @@ export interface StartOptions {
   print?: (text: string) => void;
   /** Extra routes mounted behind the external pipeline (tests). */
   externalPlugins?: readonly ExternalPlugin[];
+  /** Called on the root Fastify instance before routes are registered (tests observe every exchange). */
+  onApp?: (app: FastifyInstance) => void;
 }
 
 export interface RunningServer {
@@ -72,27 +78,36 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   }
 
   const clock = options.clock ?? systemClock;
+  const metrics = new Metrics();
+  metrics.attachDatabase(db);
   const ctx: AppContext = {
     config,
     db,
     redis,
     clock,
     log,
-    rail: new SimulatedRail({
-      db,
-      institutionIspb: config.institutionIspb,
-      institutionName: INSTITUTION_NAME,
-      clock,
-      log,
-      settlementMs: config.simSettlementMs,
-      protectionMs: config.simProtectionMs,
-      seed: config.simSeed,
-    }),
+    rail: instrumentRail(
+      withDeadline(
+        new SimulatedRail({
+          db,
+          institutionIspb: config.institutionIspb,
+          institutionName: INSTITUTION_NAME,
+          clock,
+          log,
+          settlementMs: config.simSettlementMs,
+          protectionMs: config.simProtectionMs,
+          seed: config.simSeed,
+        }),
+        config.railTimeoutMs,
+      ),
+      metrics,
+    ),
     institutionName: INSTITUTION_NAME,
     workers: [],
     rateCounter: redis ? new RedisFixedWindow(redis, clock) : new MemoryFixedWindow(clock),
     nonces: redis ? new RedisNonceStore(redis) : new MemoryNonceStore(clock),
-    idempotency: new IdempotencyStore(db, clock),
+    idempotency: new IdempotencyStore(db, clock, { leaseMs: config.idempotencyLeaseMs }),
+    metrics,
   };
   ctx.workers.push(periodicWorker('idempotency-purge', 60_000, log, () => ctx.idempotency.purgeExpired()));
   ctx.workers.push(...chargeWorkers(ctx));
@@ -112,7 +127,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     demo = await seedDemo(ctx);
   }
 
-  const app = await buildApp(ctx, { externalPlugins: options.externalPlugins ?? [] });
+  const app = await buildApp(ctx, { externalPlugins: options.externalPlugins ?? [], ...(options.onApp ? { onApp: options.onApp } : {}) });
   await app.listen({ port: config.port, host: config.host });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
@@ -140,6 +155,15 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     );
   }
 
+  // Metrics: a cluster worker's registry is summed by the primary (main.ts); a single process
+  // serves METRICS_PORT itself.
+  let metricsListener: import('node:http').Server | undefined;
+  if (cluster.isWorker) shareWithClusterPrimary(metrics.registry);
+  else if (config.metricsPort !== undefined) {
+    metricsListener = await startMetricsListener(config.metricsPort, config.metricsHost, async () => ({ text: await metrics.text(), contentType: metrics.contentType }));
+    log.info({ port: config.metricsPort, host: config.metricsHost }, 'metrics listener ready');
+  }
+
   if (options.workers !== false) for (const w of ctx.workers) w.start();
 
   let stopping: Promise<void> | undefined;
@@ -147,6 +171,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     (stopping ??= (async () => {
       log.info('shutting down');
       await app.close(); // stops accepting, waits for in-flight requests
+      if (metricsListener) await new Promise((r) => metricsListener!.close(r));
       await Promise.allSettled(ctx.workers.map((w) => w.stop()));
       if (ownsRedis) await redis?.quit().catch(() => redis?.disconnect());
       if (ownsDatabase) await db.close();

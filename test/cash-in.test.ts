@@ -307,6 +307,21 @@ describe.each(BACKENDS)('POST /pix/cash-in on %s', (backend) => {
     expect(v2.status).toBe(201);
   });
 
+  it('GET /pix/cash-in/:id reads a charge again, BR Code and QR image included, by any of its ids; another account’s is 404', async () => {
+    const created = await m.client.post('/pix/cash-in', { amount: 777, external_id: `read-${m.accountId}` });
+    expect(created.status).toBe(201);
+    for (const id of [created.body.id, created.body.id.toUpperCase(), created.body.transaction_id, created.body.txid, created.body.external_id]) {
+      const read = await m.client.get(`/pix/cash-in/${encodeURIComponent(id)}`);
+      expect(read.status).toBe(200);
+      expect(read.body).toEqual(created.body);
+    }
+    const other = await merchantWithKey(s);
+    expect((await other.client.get(`/pix/cash-in/${created.body.id}`)).status).toBe(404);
+    expect((await m.client.get('/pix/cash-in/nope')).body).toEqual({ errors: { not_found: 'charge not found' } });
+    const weak = await merchantWithKey(s, { permissions: ['pix:write'] });
+    expect((await weak.client.get(`/pix/cash-in/${created.body.id}`)).status).toBe(403);
+  });
+
   it('needs pix:write (403 permission shape) and a signature (401)', async () => {
     const reader = await merchantWithKey(s, { permissions: ['pix:read', 'transfer:read'] });
     const res = await reader.client.post('/pix/cash-in', { amount: 100 });

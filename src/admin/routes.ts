@@ -1,4 +1,6 @@
+import { notFoundHandler } from '../http/errorHandler.js';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { tefAdminRoutes } from '../tef/routes.js';
 import { createApiKey, revokeApiKey, updateApiKey, apiKeyView } from '../auth/apiKeys.js';
 import { createCentralKey } from '../auth/centralKeys.js';
 import { constantTimeEqual } from '../auth/secrets.js';
@@ -21,7 +23,7 @@ export function adminRoutes(ctx: AppContext) {
   return async function plugin(app: FastifyInstance) {
     app.addHook('onRequest', requireAdminToken(ctx));
     auditOperatorWrites(app, ctx);
-    app.setNotFoundHandler((_req, reply) => reply.code(404).send({ errors: { not_found: 'route not found' } }));
+    app.setNotFoundHandler(notFoundHandler);
 
     app.get('/audit-log', async (req) => {
       const q = parseOrThrow(S.auditLogQuery, req.query);
@@ -120,6 +122,7 @@ export function adminRoutes(ctx: AppContext) {
     });
 
     await webhookAdminRoutes(app, ctx);
+    await tefAdminRoutes(app, ctx);
   };
 }
 

@@ -1,3 +1,5 @@
+import { isMalformedUrl, MALFORMED_URL_MESSAGE } from '../http/errorHandler.js';
+import { useJsonBodyParser } from '../http/jsonBody.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.js';
 import { safeSum } from '../lib/money.js';
@@ -28,16 +30,11 @@ export function boletoRoutes(ctx: AppContext) {
   return async function plugin(app: FastifyInstance) {
     app.setErrorHandler(boletoErrorHandler);
     app.setNotFoundHandler((request) => {
+      if (isMalformedUrl(request)) throw new BoletoError('VALIDATION_ERROR', MALFORMED_URL_MESSAGE);
       throw notFound(`Route ${request.method} ${request.url.split('?')[0]}`);
     });
     // An action POST may come with `Content-Type: application/json` and no body at all.
-    const parseJson = app.getDefaultJsonParser('error', 'error');
-    app.removeContentTypeParser('application/json');
-    app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-      const text = body.toString();
-      if (text === '') done(null, undefined);
-      else parseJson(request, text, done);
-    });
+    useJsonBodyParser(app, { allowEmpty: true });
     app.addHook('onRequest', boletoPipeline(ctx));
 
     app.post('/boletos', endpoint('POST /boletos'), async (request, reply) => {

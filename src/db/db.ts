@@ -25,6 +25,30 @@ export interface Database extends Sql {
   transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T>;
   ping(): Promise<void>;
   close(): Promise<void>;
+  /** Connection pool figures (PostgreSQL only), read by the metrics at scrape time. */
+  poolStats?(): { total: number; idle: number; waiting: number };
+}
+
+const commitHooks = new WeakMap<Sql, (() => void)[]>();
+
+/**
+ * Runs `fn` after the transaction of `tx` has committed — never if it rolls back, fails at COMMIT
+ * or is run again (40001/40P01: each attempt has its own handle). For state kept outside the
+ * database that must only reflect what is durable (e.g. an idempotency answer).
+ */
+export function afterCommit(tx: Sql, fn: () => void): void {
+  const hooks = commitHooks.get(tx);
+  if (!hooks) throw new Error('afterCommit needs the handle of a transaction (Database.transaction)');
+  hooks.push(fn);
+}
+
+/** For Database implementations: makes `tx` accept afterCommit; call the result after COMMIT. */
+export function commitHooksFor(tx: Sql): () => void {
+  const hooks: (() => void)[] = [];
+  commitHooks.set(tx, hooks);
+  return () => {
+    for (const hook of hooks) hook();
+  };
 }
 
 /** PostgreSQL SQLSTATE of a driver error, if it has one. */

@@ -1,7 +1,7 @@
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
-import { INT8_OID, parseInt8, type Database, type Sql } from './db.js';
+import { commitHooksFor, INT8_OID, parseInt8, type Database, type Sql } from './db.js';
 
 export interface PgliteOptions {
   /** A folder, or `memory://` for a throwaway in-memory database. */
@@ -56,7 +56,16 @@ export async function openPglite(options: PgliteOptions): Promise<PgliteDatabase
     dialect: 'pglite',
     query: base.query,
     exec: base.exec,
-    transaction: (fn) => pg.transaction((tx) => fn(wrap(tx))),
+    async transaction(fn) {
+      let committed = () => {};
+      const result = await pg.transaction((tx) => {
+        const handle = wrap(tx);
+        committed = commitHooksFor(handle);
+        return fn(handle);
+      });
+      committed();
+      return result;
+    },
     async ping() {
       await pg.query('SELECT 1');
     },

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { INT8_OID, parseInt8, RETRYABLE_STATES, sqlState, type Database, type Sql } from './db.js';
+import { commitHooksFor, INT8_OID, parseInt8, RETRYABLE_STATES, sqlState, type Database, type Sql } from './db.js';
 
 export interface PostgresOptions {
   url: string;
@@ -42,14 +42,21 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
       for (let attempt = 1; ; attempt++) {
         const client = await pool.connect();
         let broken: Error | undefined;
+        // A checked-out client has no listener of the pool: without this one, PostgreSQL ending the
+        // connection between two statements (restart, terminate, timeout) kills the process with an
+        // unhandled 'error' event. The transaction fails on its next statement; the client is discarded.
+        const onLost = (err: Error) => void (broken ??= err);
+        client.on('error', onLost);
         try {
           await client.query('BEGIN');
           const tx: Sql = {
             query: (text, params) => run(client, text, params),
             exec: async (script) => void (await client.query(script)),
           };
+          const committed = commitHooksFor(tx);
           const result = await fn(tx);
           await client.query('COMMIT');
+          committed();
           return result;
         } catch (err) {
           try {
@@ -64,6 +71,7 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
           }
           throw err;
         } finally {
+          client.removeListener('error', onLost);
           client.release(broken);
         }
       }
@@ -74,6 +82,7 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
     async ping() {
       await pool.query('SELECT 1');
     },
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     async close() {
       if (closed) return;
       closed = true;

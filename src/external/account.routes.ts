@@ -1,9 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { parseOrThrow } from '../http/validation.js';
 import { readBalances } from '../ledger/ledger.js';
 import { cpfDigits, cpfProblem, type CpfProblem } from '../lib/documents.js';
+import { mount } from '../http/routeSpec.js';
+import { accountApi, cpfBody } from './account.api.js';
 import { principal } from './pipeline.js';
 
 const CPF_REASONS: Record<CpfProblem, string> = {
@@ -13,11 +14,9 @@ const CPF_REASONS: Record<CpfProblem, string> = {
   invalid_check_digits: 'The check digits do not match the first nine digits',
 };
 
-const cpfBody = z.strictObject({ cpf: z.string().max(32) });
-
 /** GET /balance and POST /cpf/validate (permission account:read). */
 export async function accountRoutes(app: FastifyInstance, ctx: AppContext) {
-  app.get('/balance', { config: { permission: 'account:read', rateLimit: false } }, async (req) => {
+  mount(app, accountApi.balance, async (req) => {
     const { accountId } = principal(req);
     const b = await readBalances(ctx.db, accountId);
     return {
@@ -33,7 +32,7 @@ export async function accountRoutes(app: FastifyInstance, ctx: AppContext) {
     };
   });
 
-  app.post('/cpf/validate', { config: { permission: 'account:read' } }, async (req) => {
+  mount(app, accountApi.cpfValidate, async (req) => {
     const { cpf } = parseOrThrow(cpfBody, req.body);
     const problem = cpfProblem(cpf);
     if (problem === null) {

@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import type { Database, Sql } from '../db/db.js';
+import { afterCommit, type Database, type Sql } from '../db/db.js';
 import type { Clock } from '../lib/clock.js';
 
 /**
@@ -11,9 +11,19 @@ import type { Clock } from '../lib/clock.js';
  * `IdempotencyClaim.record`, which only succeeds while the token still owns the row; routes that do
  * not write record after the fact. A non-2xx answer releases the claim so the key can be retried.
  * A concurrent request with the same key waits for the first to finish and replays its answer.
+ *
+ * An operation that creates its record in one transaction and answers in a later one (a cash-out
+ * or refund: reserve, rail call, record the acknowledgement) binds the key to that record in the
+ * record's own transaction (`bind`, column `resource_id`). A bound key is never forgotten by a
+ * release: the next request under it — a retry after a 5xx, or one that takes the key over after
+ * the lease because its holder died — gets `resumes` and continues that record instead of
+ * creating another.
  */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
-/** After this a claim whose request never finished (crash) can be taken over. */
+/**
+ * After this a claim whose request never finished (crash) can be taken over (IDEMPOTENCY_LEASE_MS;
+ * always longer than the rail deadline RAIL_TIMEOUT_MS).
+ */
 export const CLAIM_LEASE_MS = 60_000;
 /** How long a concurrent duplicate waits for the first request before answering 409. */
 export const WAIT_FOR_FIRST_MS = 15_000;
@@ -45,6 +55,7 @@ interface Row {
   locked_until: Date;
   response_status: number | null;
   response_body: string | null;
+  resource_id: string | null;
   expires_at: Date;
 }
 
@@ -54,13 +65,31 @@ export class IdempotencyLostError extends Error {
 
 /** The claim a request holds on its key until it answers. */
 export class IdempotencyClaim {
-  /** The answer recorded inside the business transaction, sent byte for byte. */
+  /**
+   * The answer recorded inside the business transaction, sent byte for byte. Set only once that
+   * transaction has committed: an answer whose COMMIT failed was never recorded.
+   */
   recorded: StoredAnswer | undefined;
 
   constructor(
     readonly id: number,
     readonly token: string,
+    /** The record an earlier holder of this key created (bound with `bind`): resume it, create none. */
+    readonly resumes: string | null = null,
   ) {}
+
+  /**
+   * Binds the key to the record the operation creates, inside the transaction that creates it.
+   * Throws (rolling that transaction back) if this request no longer owns the key.
+   */
+  async bind(tx: Sql, resourceId: string): Promise<void> {
+    const rows = await tx.query(
+      `UPDATE idempotency_keys SET resource_id = $3
+        WHERE id = $1 AND owner_token = $2 AND status = 'in_progress' AND resource_id IS NULL RETURNING id`,
+      [this.id, this.token, resourceId],
+    );
+    if (rows.length === 0) throw new IdempotencyLostError('the idempotency claim was lost');
+  }
 
   /**
    * Records the answer inside the caller's transaction. Throws (rolling that transaction back) if
@@ -73,8 +102,23 @@ export class IdempotencyClaim {
       [this.id, this.token, statusCode, body],
     );
     if (rows.length === 0) throw new IdempotencyLostError('the idempotency claim was lost');
-    this.recorded = { statusCode, body };
+    afterCommit(tx, () => {
+      this.recorded = { statusCode, body };
+    });
   }
+}
+
+/**
+ * What an operation that creates a record needs from the request's Idempotency-Key; without a key
+ * every member is a no-op and `resumes` is null.
+ */
+export interface IdempotencyBinding {
+  /** The record an earlier attempt under this key created: continue it, create nothing. */
+  readonly resumes: string | null;
+  /** Binds the key to the record being created, inside the transaction that creates it. */
+  bind(tx: Sql, resourceId: string): Promise<void>;
+  /** Records the answer (2xx only) inside the operation's last transaction. */
+  record(tx: Sql, statusCode: number, payload: unknown): Promise<void>;
 }
 
 export function requestHash(canonicalBody: string): string {
@@ -82,10 +126,15 @@ export function requestHash(canonicalBody: string): string {
 }
 
 export class IdempotencyStore {
+  private readonly leaseMs: number;
+
   constructor(
     private readonly db: Database,
     private readonly clock: Clock,
-  ) {}
+    options: { leaseMs?: number } = {},
+  ) {
+    this.leaseMs = options.leaseMs ?? CLAIM_LEASE_MS;
+  }
 
   async claim(scope: IdempotencyScope, hash: string): Promise<ClaimResult> {
     const deadline = Date.now() + WAIT_FOR_FIRST_MS;
@@ -100,7 +149,7 @@ export class IdempotencyStore {
   private async tryClaim(scope: IdempotencyScope, hash: string): Promise<ClaimResult | 'wait'> {
     const now = this.clock.now();
     const token = randomUUID();
-    const lease = new Date(now.getTime() + CLAIM_LEASE_MS);
+    const lease = new Date(now.getTime() + this.leaseMs);
     const inserted = await this.db.query<{ id: number }>(
       `INSERT INTO idempotency_keys (merchant_id, method, path, key, request_hash, status, owner_token, locked_until, expires_at)
        VALUES ($1, $2, $3, $4, $5, 'in_progress', $6, $7, $8)
@@ -110,7 +159,7 @@ export class IdempotencyStore {
     if (inserted[0]) return { kind: 'claimed', claim: new IdempotencyClaim(inserted[0].id, token) };
 
     const [row] = await this.db.query<Row>(
-      `SELECT id, request_hash, status, owner_token, locked_until, response_status, response_body, expires_at
+      `SELECT id, request_hash, status, owner_token, locked_until, response_status, response_body, resource_id, expires_at
          FROM idempotency_keys WHERE merchant_id = $1 AND method = $2 AND path = $3 AND key = $4`,
       [scope.merchantId, scope.method, scope.path, scope.key],
     );
@@ -128,7 +177,7 @@ export class IdempotencyStore {
           WHERE id = $1 AND status = 'in_progress' AND locked_until <= $4 RETURNING id`,
         [row.id, token, lease, now],
       );
-      if (taken[0]) return { kind: 'claimed', claim: new IdempotencyClaim(row.id, token) };
+      if (taken[0]) return { kind: 'claimed', claim: new IdempotencyClaim(row.id, token, row.resource_id) };
     }
     return 'wait';
   }
@@ -142,9 +191,20 @@ export class IdempotencyStore {
     );
   }
 
-  /** Frees the key after a non-2xx answer: the client may retry with it. */
+  /**
+   * Frees the key after a non-2xx answer: the client may retry with it. A key bound to a record
+   * stays (with its lease ended), so the retry resumes that record.
+   */
   async release(claim: IdempotencyClaim): Promise<void> {
-    await this.db.query(`DELETE FROM idempotency_keys WHERE id = $1 AND owner_token = $2 AND status = 'in_progress'`, [claim.id, claim.token]);
+    const deleted = await this.db.query(
+      `DELETE FROM idempotency_keys WHERE id = $1 AND owner_token = $2 AND status = 'in_progress' AND resource_id IS NULL RETURNING id`,
+      [claim.id, claim.token],
+    );
+    if (deleted.length > 0) return;
+    await this.db.query(
+      `UPDATE idempotency_keys SET locked_until = $3 WHERE id = $1 AND owner_token = $2 AND status = 'in_progress'`,
+      [claim.id, claim.token, this.clock.now()],
+    );
   }
 
   /** Deletes records past their 24-hour window; returns how many. */

@@ -1,16 +1,16 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { whitelistAllows } from '../auth/ipWhitelist.js';
 import { authenticate, type Authenticated } from '../auth/credentials.js';
-import { signatureMatches, signV1, signV2, V2 } from '../auth/hmac.js';
+import { signatureMatches, signedPath, signV1, signV2, V2 } from '../auth/hmac.js';
 import { NonceStoreUnavailableError, type NonceStore } from '../auth/nonceStore.js';
 import type { Permission } from '../auth/permissions.js';
 import type { AppContext } from '../context.js';
 import { resolveClientIp } from '../http/clientIp.js';
 import { HMAC_DETAIL, permissionError, pipelineError, SHAPE1, workedFalse } from '../http/errors.js';
-import { CanonicalJsonError, canonicalize } from '../lib/canonicalJson.js';
-import { camelToSnake, convertKeys, snakeToCamel } from '../lib/keyCase.js';
+import { CanonicalJsonError, canonicalize, parseJson } from '../lib/canonicalJson.js';
+import { camelCaseErrorBody, camelToSnake, convertKeys, snakeToCamel } from '../lib/keyCase.js';
 import type { FixedWindowCounter, WindowHit } from '../ratelimit/fixedWindow.js';
-import { requestHash, type IdempotencyClaim, type IdempotencyStore } from './idempotency.js';
+import { requestHash, type IdempotencyBinding, type IdempotencyClaim, type IdempotencyStore } from './idempotency.js';
 
 /**
  * The request pipeline of the external API, in the spec's order ("Request pipeline" table). Every
@@ -168,8 +168,13 @@ export const STAGES: readonly Stage[] = [
     async run(req, _reply, { ctx, nonces }) {
       const { key, clientSecret } = auth(req);
       if (!key.hmac_enabled) throw workedFalse(403, HMAC_DETAIL.notConfigured);
-      const version = header(req, 'x-signature-version');
-      if (version === undefined && ctx.config.appEnv === 'homologation') throw workedFalse(401, HMAC_DETAIL.v2Required);
+      // No X-Signature-Version, or an explicit `1`, is v1; `2` is v2 (homologation: v2 only).
+      const versionHeader = header(req, 'x-signature-version');
+      const version = versionHeader === undefined ? '1' : versionHeader.trim();
+      if (version !== '1' && version !== '2') {
+        throw workedFalse(400, ctx.config.appEnv === 'homologation' ? 'X-Signature-Version must be 2' : 'X-Signature-Version must be 1 or 2');
+      }
+      if (version === '1' && ctx.config.appEnv === 'homologation') throw workedFalse(401, HMAC_DETAIL.v2Required);
       const signature = header(req, 'hmac');
       if (!signature) throw workedFalse(401, HMAC_DETAIL.missing);
       const raw = rawBody(req.body);
@@ -182,14 +187,16 @@ export const STAGES: readonly Stage[] = [
         throw err;
       }
 
-      if (version === undefined) {
+      if (version === '1') {
         if (!signatureMatches(signature, signV1(clientSecret, canonical))) throw workedFalse(401, HMAC_DETAIL.invalid);
       } else {
-        if (version.trim() !== '2') throw workedFalse(400, 'X-Signature-Version must be 2');
         const timestamp = header(req, 'x-request-timestamp') ?? '';
         if (!/^\d{1,12}$/.test(timestamp)) throw workedFalse(400, 'X-Request-Timestamp must be Unix time in seconds');
-        const skew = Math.abs(ctx.clock.now().getTime() / 1000 - Number(timestamp));
-        if (skew > V2.toleranceSeconds) throw workedFalse(401, 'Request timestamp is outside the 300-second tolerance');
+        // Whole seconds on both sides: exactly 300 s old and exactly 300 s ahead are both accepted.
+        const nowSeconds = Math.floor(ctx.clock.now().getTime() / 1000);
+        if (Math.abs(nowSeconds - Number(timestamp)) > V2.toleranceSeconds) {
+          throw workedFalse(401, 'Request timestamp is outside the 300-second tolerance');
+        }
         const nonce = header(req, 'x-request-nonce') ?? '';
         if (!V2.nonce.test(nonce)) {
           throw workedFalse(400, 'X-Request-Nonce must be 16 to 128 characters from A-Z a-z 0-9 . _ ~ -');
@@ -202,7 +209,7 @@ export const STAGES: readonly Stage[] = [
           timestamp,
           nonce,
           method: req.method,
-          path: req.url.split('?')[0]!,
+          path: signedPath(req.url),
           idempotencyKey,
           canonicalBody: canonical,
         });
@@ -220,7 +227,8 @@ export const STAGES: readonly Stage[] = [
         if (claim === 'conflict') throw workedFalse(409, 'X-Request-Nonce was already used for a different request');
       }
       req.ext.canonicalBody = canonical;
-      const parsed: unknown = JSON.parse(raw);
+      // Null-prototype objects, integer-ness from the text (see parseJson).
+      const parsed: unknown = parseJson(raw);
       req.body = req.ext.camelCase ? convertKeys(parsed, camelToSnake) : parsed;
     },
   },
@@ -263,7 +271,7 @@ export const STAGES: readonly Stage[] = [
       if (key.length > 256) throw pipelineError(400, SHAPE1.idempotencyKeyTooLong);
       req.ext.idempotencyKey = key;
       const result = await idempotency.claim(
-        { merchantId: auth(req).key.merchant_id, method: req.method, path: req.url.split('?')[0]!, key },
+        { merchantId: auth(req).key.merchant_id, method: req.method, path: idempotencyScopePath(req), key },
         requestHash(req.ext.canonicalBody ?? ''),
       );
       switch (result.kind) {
@@ -285,6 +293,18 @@ export const STAGES: readonly Stage[] = [
     },
   },
 ];
+
+/**
+ * The route part of an idempotency scope: the route that runs (its pattern, e.g.
+ * `/api/external/med/:id/defense`) and its decoded parameters — never the URL as spelled, so
+ * `cash-out`, `cash%2Dout` and `%63ash-out` are one scope.
+ */
+export function idempotencyScopePath(req: FastifyRequest): string {
+  const route = req.routeOptions.url ?? req.url.split('?')[0]!;
+  const params = (req.params ?? {}) as Record<string, string>;
+  const names = Object.keys(params).sort();
+  return names.length === 0 ? route : `${route} ${JSON.stringify(names.map((n) => [n, params[n]]))}`;
+}
 
 function rawBody(body: unknown): string | null {
   if (body === undefined || body === null) return null;
@@ -327,6 +347,22 @@ export async function recordAnswer(req: FastifyRequest, tx: Parameters<Idempoten
   }
 }
 
+/**
+ * For handlers whose operation creates a record and answers in a later transaction (cash-out,
+ * refund): the request's Idempotency-Key as a binding — bind it to the record in the record's own
+ * transaction, resume the bound record when an earlier attempt created one, record the answer.
+ */
+export function keyBinding(req: FastifyRequest): IdempotencyBinding {
+  const claim = req.ext.claim;
+  return {
+    resumes: claim?.resumes ?? null,
+    bind: async (tx, resourceId) => {
+      if (claim) await claim.bind(tx, resourceId);
+    },
+    record: (tx, statusCode, payload) => recordAnswer(req, tx, statusCode, payload),
+  };
+}
+
 /** Installs the stages as two ordered hooks, and the response side (key case, headers, idempotency). */
 export function installPipeline(app: FastifyInstance, deps: PipelineDeps) {
   const { ctx, idempotency } = deps;
@@ -352,9 +388,11 @@ export function installPipeline(app: FastifyInstance, deps: PipelineDeps) {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
 
-  app.addHook('preSerialization', async (req, _reply, payload) =>
-    req.ext?.camelCase ? convertKeys(payload, snakeToCamel) : payload,
-  );
+  // camelCase clients get camelCase keys, and error texts that name fields as they sent them.
+  app.addHook('preSerialization', async (req, reply, payload) => {
+    if (!req.ext?.camelCase) return payload;
+    return reply.statusCode >= 400 ? camelCaseErrorBody(payload) : convertKeys(payload, snakeToCamel);
+  });
 
   app.addHook('onSend', async (req, reply, payload) => {
     const state = req.ext;
@@ -365,7 +403,12 @@ export function installPipeline(app: FastifyInstance, deps: PipelineDeps) {
     const claim = state.claim;
     if (!claim) return payload;
     state.claim = undefined; // settle the claim once, even if onSend runs again for an error
-    if (claim.recorded) return claim.recorded.body;
+    if (claim.recorded) {
+      // The operation committed with this answer: it is the answer, whatever happened after.
+      void reply.code(claim.recorded.statusCode);
+      return claim.recorded.body;
+    }
+    // Anything else that is not a 2xx (a 4xx, a 5xx, a COMMIT that failed) frees the key.
     if (ok && typeof payload === 'string') {
       await idempotency.complete(claim, { statusCode: reply.statusCode, body: payload });
     } else {

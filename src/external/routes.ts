@@ -1,12 +1,15 @@
+import { notFoundHandler } from '../http/errorHandler.js';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
 import { installPipeline } from './pipeline.js';
 import { accountRoutes } from './account.routes.js';
+import { eventFeedRoutes } from '../events/feed.routes.js';
 import { medRoutes } from '../med/routes.js';
 import { chargeRoutes } from '../pix/cashin/charges.routes.js';
 import { pixKeyRoutes } from '../pix/keys.routes.js';
 import { pixOutRoutes } from '../pix/routes.js';
 import { webhookRoutes } from '../webhooks/webhooks.routes.js';
+import { tefRoutes } from '../tef/routes.js';
 
 /** Extra route plugins mounted behind the pipeline (tests use it to exercise the stages). */
 export type ExternalPlugin = (app: FastifyInstance, ctx: AppContext) => Promise<void>;
@@ -15,13 +18,15 @@ export type ExternalPlugin = (app: FastifyInstance, ctx: AppContext) => Promise<
 export function externalRoutes(ctx: AppContext, extra: readonly ExternalPlugin[] = []) {
   return async function plugin(app: FastifyInstance) {
     installPipeline(app, { ctx, nonces: ctx.nonces, rateLimiter: ctx.rateCounter, idempotency: ctx.idempotency });
-    app.setNotFoundHandler((_req, reply) => reply.code(404).send({ errors: { not_found: 'route not found' } }));
+    app.setNotFoundHandler(notFoundHandler);
     await accountRoutes(app, ctx);
     await chargeRoutes(app, ctx);
     await pixKeyRoutes(app, ctx);
     await pixOutRoutes(app, ctx);
     await medRoutes(app, ctx);
     await webhookRoutes(app, ctx);
+    await eventFeedRoutes(app, ctx);
+    await tefRoutes(app, ctx);
     for (const register of extra) await register(app, ctx);
   };
 }

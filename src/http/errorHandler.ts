@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { CHECK_VIOLATION, constraintName, sqlState } from '../db/db.js';
 import { BOUND_CONSTRAINTS } from '../ledger/ledger.js';
@@ -38,4 +39,43 @@ export function toHttpError(error: unknown, request: FastifyRequest): HttpError 
     return status === 400 ? badRequest(message) : businessError(status, 'bad_request', message);
   }
   return internalError(String(request.id));
+}
+
+/** Set on a raw request whose URL path was not valid percent-encoding (see rewriteMalformedUrl). */
+const MALFORMED_URL = Symbol('pixgate.malformedUrl');
+
+/** The URL prefixes of the APIs, each with its own pipeline and error shapes. */
+export const API_PREFIXES = ['/api/external', '/api/v1/central', '/api/admin', '/api/sandbox'] as const;
+
+export const MALFORMED_URL_MESSAGE = 'The URL path is not valid percent-encoding';
+
+/**
+ * Fastify's `rewriteUrl`: a path the router cannot decode (`/api/external/transactions/%E0%A4%A`)
+ * would otherwise be answered by the framework itself, outside every API's pipeline and shapes.
+ * It is rewritten to an unknown path under the same API prefix (query dropped) and flagged, so the
+ * request runs that API's pipeline like any other (unauthenticated: 401; rate-limit headers on the
+ * central API) and its not-found handler then answers 400 in the API's own shape.
+ */
+export function rewriteMalformedUrl(req: IncomingMessage): string {
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  const path = q === -1 ? url : url.slice(0, q);
+  try {
+    decodeURIComponent(path);
+    return url;
+  } catch {
+    (req as unknown as Record<symbol, boolean>)[MALFORMED_URL] = true;
+    const prefix = API_PREFIXES.find((p) => path === p || path.startsWith(`${p}/`)) ?? '';
+    return `${prefix}/malformed-url`;
+  }
+}
+
+export function isMalformedUrl(req: FastifyRequest): boolean {
+  return (req.raw as unknown as Record<symbol, boolean | undefined>)[MALFORMED_URL] === true;
+}
+
+/** The not-found handler of the APIs answering in the business shape (shape 4). */
+export function notFoundHandler(req: FastifyRequest, reply: FastifyReply) {
+  if (isMalformedUrl(req)) return reply.code(400).send(badRequest(MALFORMED_URL_MESSAGE).body);
+  return reply.code(404).send({ errors: { not_found: 'route not found' } });
 }

@@ -1,4 +1,4 @@
-import { badRequest, type FieldMap } from './errors.js';
+import { addField, badRequest, newFieldMap, type FieldMap } from './errors.js';
 
 /**
  * Reads a query string into typed values, collecting every problem into one field map (400 with
@@ -6,7 +6,7 @@ import { badRequest, type FieldMap } from './errors.js';
  * Unknown parameters are ignored.
  */
 export class QueryReader {
-  readonly fields: FieldMap = {};
+  readonly fields: FieldMap = newFieldMap();
   private readonly q: Record<string, unknown>;
 
   constructor(raw: unknown) {
@@ -14,7 +14,7 @@ export class QueryReader {
   }
 
   add(field: string, message: string): void {
-    (this.fields[field] ??= []).push(message);
+    addField(this.fields, field, message);
   }
 
   private present(name: string): unknown {

@@ -1,15 +1,15 @@
 import { z } from 'zod';
-import { badRequest, type FieldMap } from './errors.js';
+import { JsonDecimal } from '../lib/canonicalJson.js';
+import { MAX_AMOUNT_CENTS } from '../lib/money.js';
+import { addField, badRequest, newFieldMap, type FieldMap } from './errors.js';
 
 /**
  * Turns zod issues into the spec's field map (`{amount: ['is required']}`), with messages in the
  * style of the spec's examples.
  */
 export function fieldMap(error: z.ZodError, input?: unknown): FieldMap {
-  const map: FieldMap = {};
-  const add = (path: string, message: string) => {
-    (map[path] ??= []).push(message);
-  };
+  const map = newFieldMap();
+  const add = (path: string, message: string) => addField(map, path, message);
   const wrongType = new Set<string>();
   for (const issue of error.issues) {
     const path = issue.path.map(String).join('.') || 'body';
@@ -20,7 +20,7 @@ export function fieldMap(error: z.ZodError, input?: unknown): FieldMap {
     switch (issue.code) {
       case 'invalid_type':
         if (valueAt(input, issue.path) === undefined) add(path, 'is required');
-        else if (issue.expected === 'int') add(path, 'must be an integer');
+        else if (issue.expected === 'int' || valueAt(input, issue.path) instanceof JsonDecimal) add(path, 'must be an integer');
         else if (issue.expected === 'object' && path === 'body') add(path, 'must be a JSON object');
         else add(path, `must be ${article(issue.expected)}`);
         break;
@@ -51,7 +51,8 @@ export function fieldMap(error: z.ZodError, input?: unknown): FieldMap {
 function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
   let v = input;
   for (const key of path) {
-    if (v === null || typeof v !== 'object') return undefined;
+    // Own properties only: `constructor` of an object that has none is absent, not Object.
+    if (v === null || typeof v !== 'object' || !Object.hasOwn(v, key)) return undefined;
     v = (v as Record<PropertyKey, unknown>)[key];
   }
   return v;
@@ -68,12 +69,12 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown, opt
   return result.data;
 }
 
-/** Integer cents, > 0, within the safe range once converted to base units. */
-export const cents = z
-  .number()
-  .int()
-  .min(1)
-  .max(Math.floor(Number.MAX_SAFE_INTEGER / 100));
+/**
+ * Integer cents, > 0, at most MAX_AMOUNT_CENTS (R$ 1 billion, the per-operation maximum of every
+ * amount in every API). Integer-ness is decided from the JSON text: `100.0` and `1e2` arrive as
+ * JsonDecimal and are refused with "must be an integer".
+ */
+export const cents = z.number().int().min(1).max(MAX_AMOUNT_CENTS);
 
 /** ISO 8601 timestamp with an explicit zone (`Z` or ±hh:mm). */
 const ISO_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})$/;

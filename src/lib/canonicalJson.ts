@@ -189,6 +189,73 @@ function write(node: Node): string {
   }
 }
 
+/**
+ * A JSON number whose text is not an integer literal (`100.0`, `1e2`, `1.5`,
+ * `99.99999999999999999`). Request bodies carry money as integer cents and "floats and decimals are
+ * never sent", so integer-ness is decided from the text the client wrote (and signed), never from
+ * the double it would parse to: `100.0` and `1e2` are not the integer 100. Every integer check
+ * (`Number.isSafeInteger`, zod's `.int()`, `typeof v === 'number'`) refuses this object; `value`
+ * is the nearest double, for messages only. Serializes as that number.
+ */
+export class JsonDecimal {
+  constructor(
+    readonly text: string,
+    readonly value: number,
+  ) {
+    Object.freeze(this);
+  }
+  toJSON(): number {
+    return this.value;
+  }
+  toString(): string {
+    return this.text;
+  }
+}
+
+const INTEGER_LITERAL = /^-?(?:0|[1-9]\d*)$/;
+
+function toValue(node: Node): unknown {
+  switch (node.t) {
+    case 'num':
+      return INTEGER_LITERAL.test(node.text) ? Number(node.text) : new JsonDecimal(node.text, Number(node.text));
+    case 'str':
+      return node.value;
+    case 'lit':
+      return node.text === 'null' ? null : node.text === 'true';
+    case 'arr':
+      return node.items.map(toValue);
+    case 'obj': {
+      // Null-prototype objects: a key named `__proto__`, `constructor` or `toString` is plain data,
+      // never a prototype, and nothing is read through Object.prototype.
+      const out = Object.create(null) as Record<string, unknown>;
+      for (const [k, v] of node.entries) out[k] = toValue(v);
+      return out;
+    }
+  }
+}
+
+/**
+ * Parses a request body: like JSON.parse, but objects have no prototype (keys like `__proto__` are
+ * data), numbers that are not integer literals become `JsonDecimal`, nesting is limited to
+ * 200 levels, and a repeated key keeps its last value. Throws CanonicalJsonError if the text is
+ * not valid JSON.
+ */
+export function parseJson(text: string): unknown {
+  const p = new Parser(text);
+  const node = p.value(0);
+  p.ws();
+  if (p.pos !== text.length) p.fail('unexpected data after the JSON value');
+  return toValue(node);
+}
+
+/** True for a parsed body's object (null prototype) or a plain object literal. */
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+  const proto = Object.getPrototypeOf(value);
+  // Also the objects of Fastify's query-string parser, whose prototype has no prototype.
+  return proto === null || proto === Object.prototype || Object.getPrototypeOf(proto) === null;
+}
+
 /** The canonical form of a JSON text; throws CanonicalJsonError if it is not valid JSON. */
 export function canonicalize(text: string): string {
   const p = new Parser(text);

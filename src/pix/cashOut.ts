@@ -1,5 +1,6 @@
 import type { AppContext } from '../context.js';
 import type { Sql } from '../db/db.js';
+import type { IdempotencyBinding } from '../external/idempotency.js';
 import { lockAccount } from '../ledger/ledger.js';
 import { newEndToEndId, newTransactionId, TX_PREFIX } from '../lib/ids.js';
 import { addMoney, centsToBaseUnits } from '../lib/money.js';
@@ -26,7 +27,8 @@ import type { OwnedTransaction, UsageWindow } from './repository.js';
  *               (reservation released, failed and resumable, HTTP 400 provider_timeout)
  *
  * A crash between 1 and 3 leaves a stage-1 record: the recovery worker sends it again, and a repeat
- * of the request (same external_id) resumes it. Outcomes arrive later as rail notifications
+ * of the request (same external_id, or same Idempotency-Key: step 1 binds the key to the record in
+ * the record's own transaction) resumes it. Outcomes arrive later as rail notifications
  * (payouts.ts).
  */
 
@@ -37,6 +39,9 @@ export interface CashOutCaller {
 
 /** Records the HTTP answer in the operation's final transaction (idempotency). */
 export type RecordAnswer = (tx: Sql, statusCode: number, body: CashOutResponse) => Promise<void>;
+
+/** The request's Idempotency-Key: bound to the record in step 1, resumed on a retry. */
+export type CashOutKey = Pick<IdempotencyBinding, 'resumes' | 'bind'> & { record: RecordAnswer };
 
 export interface CashOutResponse {
   worked: boolean;
@@ -86,7 +91,13 @@ export function cashOutAnswer(row: OwnedTransaction): CashOutAnswer {
   };
 }
 
-export async function cashOut(ctx: AppContext, caller: CashOutCaller, cmd: CashOutCommand, record: RecordAnswer): Promise<CashOutAnswer> {
+export async function cashOut(ctx: AppContext, caller: CashOutCaller, cmd: CashOutCommand, key: CashOutKey): Promise<CashOutAnswer> {
+  const record = key.record;
+  if (key.resumes !== null) {
+    // An earlier attempt under this Idempotency-Key created the order: continue it, create none.
+    const bound = await repo.findById(ctx.db, key.resumes);
+    if (bound && bound.kind === 'cash_out' && bound.account_id === caller.accountId) return resume(ctx, bound, record);
+  }
   let destination;
   try {
     destination = await resolveDestination(ctx, caller, cmd.key);
@@ -137,6 +148,7 @@ export async function cashOut(ctx: AppContext, caller: CashOutCaller, cmd: CashO
       created_at: now,
     });
     await reserve(tx, row.account_id, row.transaction_id, addMoney(amount, fee));
+    await key.bind(tx, row.id);
     return { row: { ...row, merchant_id: caller.merchantId } };
   });
   if ('existing' in reserved) return repeat(ctx, reserved.existing!, cmd, record);
@@ -154,8 +166,8 @@ async function resolveDestination(ctx: AppContext, caller: CashOutCaller, key: s
     entry.accountId !== null
       ? (await merchants.findAccount(ctx.db, entry.accountId))?.merchant_id === caller.merchantId
       : (await merchants.findMerchant(ctx.db, caller.merchantId))?.document === entry.document;
-  if (own) throw cashOutError('self_transfer', { detail: 'The key belongs to your own account; move money between your accounts with a TEF' });
-  throw cashOutError('same_institution_transfer', { detail: 'The key belongs to an account of this institution; use a TEF' });
+  if (own) throw cashOutError('self_transfer', { detail: 'The key belongs to your own account; move money between your accounts with a TEF: POST /api/external/tef/transfers' });
+  throw cashOutError('same_institution_transfer', { detail: 'The key belongs to an account of this institution; use a TEF: POST /api/external/tef/transfers with this pix_key' });
 }
 
 /**
@@ -205,6 +217,15 @@ async function repeat(ctx: AppContext, existing: OwnedTransaction, cmd: CashOutC
   if (existing.kind !== 'cash_out' || existing.request_fingerprint !== cmd.fingerprint) {
     throw cashOutError('external_id_conflict', { detail: `external_id ${cmd.externalId} belongs to ${existing.transaction_id}, sent with a different payload` });
   }
+  return resume(ctx, existing, record);
+}
+
+/**
+ * The same order again (its external_id or its Idempotency-Key): a stage-1 record is sent (again),
+ * a failed-but-resumable one (provider_timeout) reserved and sent again, any other answered as it
+ * stands.
+ */
+async function resume(ctx: AppContext, existing: OwnedTransaction, record: RecordAnswer): Promise<CashOutAnswer> {
   if (existing.stage === 1) return submit(ctx, existing, record);
   if (existing.metadata.resumable === true) {
     const resumed = await ctx.db.transaction(async (tx) => {

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import { EXTERNAL_ID, EXTERNAL_ID_MESSAGE } from './externalId.js';
-import type { FieldMap } from '../http/errors.js';
+import { addField, newFieldMap } from '../http/errors.js';
 import { BrCodeError, decodeBrCode } from '../lib/brcode.js';
-import { canonicalize } from '../lib/canonicalJson.js';
+import { canonicalize, JsonDecimal } from '../lib/canonicalJson.js';
+import { MAX_AMOUNT_CENTS } from '../lib/money.js';
 import { cashOutBadRequest, cashOutError } from './cashOutErrors.js';
 import { brCodeKey, detectPixKeyType, normalizePixKey, PIX_KEY_TYPES, type PixKeyType } from './keys.js';
 
@@ -23,7 +24,6 @@ export interface CashOutCommand {
 }
 
 const FIELDS = new Set(['amount', 'pix_key', 'pix_key_type', 'emv', 'description', 'external_id']);
-const MAX_CENTS = Math.floor(Number.MAX_SAFE_INTEGER / 100);
 export const DESCRIPTION_MAX = 140;
 
 /**
@@ -34,8 +34,8 @@ export const DESCRIPTION_MAX = 140;
 export function parseCashOut(body: unknown): CashOutCommand {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw cashOutBadRequest({ body: ['must be a JSON object'] });
   const b = body as Record<string, unknown>;
-  const fields: FieldMap = {};
-  const add = (field: string, message: string) => (fields[field] ??= []).push(message);
+  const fields = newFieldMap();
+  const add = (field: string, message: string) => addField(fields, field, message);
   for (const key of Object.keys(b)) if (!FIELDS.has(key)) add(key, 'is not a permitted field');
 
   const present = (k: string) => b[k] !== undefined && b[k] !== null;
@@ -49,7 +49,10 @@ export function parseCashOut(body: unknown): CashOutCommand {
   };
   const pixKey = str('pix_key');
   const emv = str('emv');
-  const description = str('description');
+  // One canonical form for "no description": absent, null, "" and blanks are all null, so they are
+  // one command for external_id (fingerprint) and are stored and sent alike.
+  const descriptionRaw = str('description');
+  const description = descriptionRaw !== null && descriptionRaw.trim() === '' ? null : descriptionRaw;
   const externalRaw = str('external_id');
   const keyTypeRaw = str('pix_key_type');
 
@@ -57,7 +60,7 @@ export function parseCashOut(body: unknown): CashOutCommand {
   if (present('pix_key') && present('emv')) add('emv', 'must not be sent together with pix_key');
   if (!present('amount') && !present('emv')) add('amount', 'is required');
   if (keyTypeRaw !== null && !(PIX_KEY_TYPES as readonly string[]).includes(keyTypeRaw)) add('pix_key_type', `must be one of: ${PIX_KEY_TYPES.join(', ')}`);
-  if (description !== null && [...description].length > DESCRIPTION_MAX) add('description', `is too long (maximum is ${DESCRIPTION_MAX} characters)`);
+  if (descriptionRaw !== null && [...descriptionRaw].length > DESCRIPTION_MAX) add('description', `is too long (maximum is ${DESCRIPTION_MAX} characters)`);
   let externalId: string | null = null;
   if (externalRaw !== null) {
     externalId = externalRaw.trim();
@@ -68,8 +71,12 @@ export function parseCashOut(body: unknown): CashOutCommand {
   let amountCents: number | null = null;
   if (present('amount')) {
     const a = b.amount;
-    if (typeof a !== 'number' || !Number.isSafeInteger(a) || a <= 0 || a > MAX_CENTS) {
-      throw cashOutError('invalid_amount', { detail: `amount must be an integer number of cents greater than 0, got ${JSON.stringify(a)}` });
+    // Integer-ness is the JSON text's: `100.0` and `1e2` arrive as JsonDecimal and are refused.
+    if (typeof a !== 'number' || !Number.isSafeInteger(a) || a <= 0 || a > MAX_AMOUNT_CENTS) {
+      const got = a instanceof JsonDecimal ? a.text : JSON.stringify(a);
+      throw cashOutError('invalid_amount', {
+        detail: `amount must be an integer number of cents from 1 to ${MAX_AMOUNT_CENTS}, got ${got}`,
+      });
     }
     amountCents = a;
   }

@@ -6,7 +6,13 @@ export const PIX_KEY_TYPES = ['cpf', 'cnpj', 'email', 'phone', 'evp'] as const;
 export type PixKeyType = (typeof PIX_KEY_TYPES)[number];
 
 const EMAIL = /^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/;
-const PHONE = /^\+[1-9]\d{7,14}$/;
+/**
+ * A Brazilian PIX phone key (the directory's rule): `+55`, a two-digit area code (DDD, no zero),
+ * then 8 digits (fixed line) or 9 digits starting with 9 (mobile).
+ */
+const BR_PHONE = /^\+55[1-9][1-9](?:9\d{8}|\d{8})$/;
+/** What a phone number may be written with: digits, one leading `+`, spaces, dots, dashes, parentheses. */
+const PHONE_SPELLING = /^\+?[\d\s().-]+$/;
 
 /**
  * A key in the directory's canonical form for its type, or null if it is not a valid key of that
@@ -34,13 +40,22 @@ export function normalizePixKey(type: PixKeyType, raw: string): string | null {
 }
 
 /**
- * A phone key in E.164. Spaces, dashes, dots and parentheses are removed; a Brazilian number
- * written without country code (area code + 8 or 9 digits) gets `+55`.
+ * The one phone-key normaliser (cash-out keys, keys registered by the operator and the sandbox,
+ * BR Codes): the canonical `+55DDNNNNNNNNN`, or null. Spaces, dots, dashes and parentheses are
+ * removed; a number written without the country code (area code + 8 or 9 digits, 10 or 11 digits)
+ * gets `+55`, and 12 or 13 digits starting with 55 are read as already carrying it. Anything that
+ * is not then `+55` + area code + 8 or 9 digits (other countries, area code 0x) is refused.
  */
-function normalizePhone(raw: string): string | null {
-  const compact = raw.replace(/[\s().-]/g, '');
-  const e164 = /^\d{10,11}$/.test(compact) ? `+55${compact}` : compact;
-  return PHONE.test(e164) ? e164 : null;
+export function normalizePhone(raw: string): string | null {
+  const key = raw.trim();
+  if (!PHONE_SPELLING.test(key)) return null;
+  const digits = key.replace(/\D/g, '');
+  let e164: string;
+  if (key.startsWith('+')) e164 = `+${digits}`;
+  else if (digits.length === 10 || digits.length === 11) e164 = `+55${digits}`;
+  else if ((digits.length === 12 || digits.length === 13) && digits.startsWith('55')) e164 = `+${digits}`;
+  else return null;
+  return BR_PHONE.test(e164) ? e164 : null;
 }
 
 export type KeyTypeDetection = { type: PixKeyType } | { ambiguous: true } | { invalid: true };
@@ -55,8 +70,10 @@ export function detectPixKeyType(raw: string): KeyTypeDetection {
   if (/^\d{14}$/.test(key) || /^\d{2}\.\d{3}\.\d{3}\/\d{4}-\d{2}$/.test(key)) return { type: 'cnpj' };
   if (/^\d{3}\.\d{3}\.\d{3}-\d{2}$/.test(key)) return { type: 'cpf' };
   if (key.includes('@')) return { type: 'email' };
-  if (key.startsWith('+') || /^\(\d{2}\)/.test(key)) return { type: 'phone' };
   if (UUID_V4.test(key)) return { type: 'evp' };
+  // Any other spelling of a number (`+55 11 98765-4321`, `(11) 98765-4321`, `11 98765-4321`,
+  // 10, 12 or 13 digits) is a phone; whether it is a valid one is normalizePhone's answer.
+  if (PHONE_SPELLING.test(key) && (key.startsWith('+') || [10, 11, 12, 13].includes(key.replace(/\D/g, '').length))) return { type: 'phone' };
   return { invalid: true };
 }
 

@@ -2,7 +2,7 @@ import type { Database, Sql } from '../db/db.js';
 import { badRequest, conflict } from '../http/errors.js';
 import { newUuid } from '../lib/ids.js';
 import * as merchants from '../merchants/repository.js';
-import { KeyAlreadyRegisteredError, type Rail } from '../rail/rail.js';
+import { KeyAlreadyRegisteredError, RailTimeoutError, type Rail } from '../rail/rail.js';
 import { normalizePixKey, type PixKeyType } from './keys.js';
 
 export interface PixKeyRow {
@@ -37,6 +37,8 @@ export async function registerOwnKey(
     await rail.directory.registerKey({ key, type: input.type, name: merchant.name, document: merchant.document, accountId: account.id });
   } catch (err) {
     if (err instanceof KeyAlreadyRegisteredError) throw conflict('PIX key is already registered');
+    // No answer in time: the directory may have registered it; undo, best effort.
+    if (err instanceof RailTimeoutError) await rail.directory.removeKey(key).catch(() => {});
     throw err;
   }
   try {

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
-import { principal, recordAnswer } from '../external/pipeline.js';
+import { keyBinding, principal } from '../external/pipeline.js';
 import { getRefund, refund } from './refund.js';
 import { parseRefund } from './refundRequest.js';
 
@@ -8,7 +8,7 @@ import { parseRefund } from './refundRequest.js';
 export async function refundRoutes(app: FastifyInstance, ctx: AppContext) {
   app.post('/pix/refund', { config: { permission: 'payment:write' } }, async (req, reply) => {
     const request = parseRefund(req.body);
-    const answer = await refund(ctx, principal(req).merchantId, request, (tx, status, body) => recordAnswer(req, tx, status, body));
+    const answer = await refund(ctx, principal(req).merchantId, request, keyBinding(req));
     return reply.code(answer.statusCode).send(answer.body);
   });
 

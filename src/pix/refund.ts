@@ -1,5 +1,6 @@
 import type { AppContext } from '../context.js';
 import type { Sql } from '../db/db.js';
+import type { IdempotencyBinding } from '../external/idempotency.js';
 import { notFound, unprocessable } from '../http/errors.js';
 import { INSTITUTION_BOOK, lockAccount, post, type MerchantBook } from '../ledger/ledger.js';
 import { isoZ } from '../lib/clock.js';
@@ -38,11 +39,24 @@ export interface RefundResponse {
 
 export type RecordRefundAnswer = (tx: Sql, statusCode: number, body: RefundResponse) => Promise<void>;
 
+/** The request's Idempotency-Key: bound to the refund record when it is created, resumed on a retry. */
+export type RefundKey = Pick<IdempotencyBinding, 'resumes' | 'bind'> & { record: RecordRefundAnswer };
+
 const NOT_FOUND = 'Transaction not found';
 /** Kinds of record that are a PIX received by the merchant (a paid cash-in charge is one too). */
 const REFUNDABLE_KINDS = new Set(['pix_in', 'charge']);
 
-export async function refund(ctx: AppContext, merchantId: number, req: RefundRequest, record: RecordRefundAnswer) {
+export async function refund(ctx: AppContext, merchantId: number, req: RefundRequest, key: RefundKey) {
+  const record = key.record;
+  if (key.resumes !== null) {
+    // An earlier attempt under this Idempotency-Key created the refund: continue it, create none.
+    const bound = await repo.findById(ctx.db, key.resumes);
+    if (bound && bound.kind === 'refund' && bound.merchant_id === merchantId) {
+      const original = (await repo.findById(ctx.db, bound.original_id!))!;
+      if (bound.stage === 1) return submitRefund(ctx, bound, original, record);
+      return refundAnswer(bound, original);
+    }
+  }
   const original = await repo.findForMerchant(ctx.db, merchantId, req.originalId);
   if (!original) throw notFound(NOT_FOUND, { worked: true });
   if (!REFUNDABLE_KINDS.has(original.kind) || original.direction !== 'inbound' || original.status !== TX_STATUS.completed || !original.end_to_end_id) {
@@ -62,6 +76,7 @@ export async function refund(ctx: AppContext, merchantId: number, req: RefundReq
       returnRecord(ctx, original, { prefix: TX_PREFIX.refund, kind: 'refund', amount, description: req.description, returnCode: req.returnCode, now }),
     );
     await movePending(tx, 'reserve', { kind: 'refund_reserve', reference: inserted.transaction_id, accountId: original.account_id, amount });
+    await key.bind(tx, inserted.id);
     return { ...inserted, merchant_id: original.merchant_id };
   });
   return submitRefund(ctx, row, original, record);
@@ -123,8 +138,21 @@ async function submitRefund(ctx: AppContext, row: OwnedTransaction, original: Ow
   }
   return ctx.db.transaction(async (tx) => {
     const current = await applyReturnAck(tx, ctx, row, ack);
-    const settled = current.status === TX_STATUS.completed;
-    const body: RefundResponse = {
+    const answer = refundAnswer(current, original);
+    await record(tx, answer.statusCode, answer.body);
+    return answer;
+  });
+}
+
+/**
+ * The refund answer of a record as it stands: 200 settled once the rail settled it, else 202
+ * accepted (a refund rejected later was accepted here; its outcome is pix.refund.failed).
+ */
+function refundAnswer(current: OwnedTransaction, original: OwnedTransaction): { statusCode: 200 | 202; body: RefundResponse } {
+  const settled = current.status === TX_STATUS.completed;
+  return {
+    statusCode: settled ? 200 : 202,
+    body: {
       worked: true,
       transaction_id: current.transaction_id,
       end_to_end_id: current.end_to_end_id!,
@@ -135,11 +163,8 @@ async function submitRefund(ctx: AppContext, row: OwnedTransaction, original: Ow
       description: current.description,
       status: settled ? 'settled' : 'accepted',
       detail: settled ? 'Refund settled' : 'Refund accepted; the outcome follows as pix.refund.completed or pix.refund.failed',
-    };
-    const statusCode = settled ? 200 : 202;
-    await record(tx, statusCode, body);
-    return { statusCode, body };
-  });
+    },
+  };
 }
 
 /** What settles a return in flight: the books it leaves and the event it writes. */

@@ -1,4 +1,5 @@
-import { badRequest, type FieldMap } from '../http/errors.js';
+import { addField, badRequest, newFieldMap } from '../http/errors.js';
+import { MAX_AMOUNT_CENTS } from '../lib/money.js';
 import { DESCRIPTION_MAX } from './cashOutCommand.js';
 
 /** A refund request, validated. */
@@ -25,7 +26,6 @@ export const ORIGINAL_ID_ALIASES = ['original_transaction_id', 'original_e2e_id'
 export const DEFAULT_RETURN_CODE = 'MD06';
 export const DEFAULT_REFUND_DESCRIPTION = 'Devolução PIX';
 const RETURN_CODE_MAX = 35;
-const MAX_CENTS = Math.floor(Number.MAX_SAFE_INTEGER / 100);
 
 const ALLOWED = new Set<string>([...ORIGINAL_ID_ALIASES, 'amount', 'reason', 'return_code', 'description']);
 
@@ -38,8 +38,8 @@ const ALLOWED = new Set<string>([...ORIGINAL_ID_ALIASES, 'amount', 'reason', 're
 export function parseRefund(body: unknown): RefundRequest {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw badRequest({ body: ['must be a JSON object'] }, { worked: true });
   const b = body as Record<string, unknown>;
-  const fields: FieldMap = {};
-  const add = (f: string, m: string) => (fields[f] ??= []).push(m);
+  const fields = newFieldMap();
+  const add = (f: string, m: string) => addField(fields, f, m);
   for (const k of Object.keys(b)) if (!ALLOWED.has(k)) add(k, 'is not a permitted field');
 
   const idField = ORIGINAL_ID_ALIASES.find((k) => b[k] !== undefined && b[k] !== null && b[k] !== '');
@@ -53,7 +53,8 @@ export function parseRefund(body: unknown): RefundRequest {
   let amountCents: number | null = null;
   if (b.amount !== undefined && b.amount !== null) {
     if (typeof b.amount !== 'number' || !Number.isSafeInteger(b.amount)) add('amount', 'must be an integer (cents)');
-    else if (b.amount <= 0 || b.amount > MAX_CENTS) add('amount', 'must be greater than 0');
+    else if (b.amount <= 0) add('amount', 'must be greater than 0');
+    else if (b.amount > MAX_AMOUNT_CENTS) add('amount', `must be less than or equal to ${MAX_AMOUNT_CENTS}`);
     else amountCents = b.amount;
   }
   const reasonField = b.reason !== undefined && b.reason !== null ? 'reason' : 'return_code';

@@ -154,3 +154,45 @@ export interface Rail {
   /** Background loops the rail needs (the simulator's engine; a real adapter's message consumer). */
   workers(): BackgroundWorker[];
 }
+
+/** A rail call that did not answer within RAIL_TIMEOUT_MS: treated like no answer at all. */
+export class RailTimeoutError extends Error {
+  override name = 'RailTimeoutError';
+}
+
+/** `promise`, or a RailTimeoutError once `ms` have passed (the call itself is abandoned, not undone). */
+function within<T>(what: string, ms: number, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new RailTimeoutError(`the rail did not answer ${what} within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * The rail as pixgate calls it: every call (payment and return orders, directory look-ups and
+ * writes) has a deadline of `timeoutMs` (RAIL_TIMEOUT_MS), kept shorter than the idempotency lease
+ * so that a request waiting for the rail never loses its Idempotency-Key to a retry. A call past
+ * its deadline rejects with RailTimeoutError: for an order that is "no answer" — the record stays
+ * at stage 1 and the recovery worker sends it again (the rail deduplicates on the end-to-end id).
+ *
+ * The result is the same object seen through a proxy, so everything else the adapter offers (the
+ * simulator's sandbox controls) is reached unchanged.
+ */
+export function withDeadline<R extends Rail>(rail: R, timeoutMs: number): R {
+  const directory: KeyDirectory = {
+    registerKey: (r) => within('registerKey', timeoutMs, rail.directory.registerKey(r)),
+    removeKey: (key) => within('removeKey', timeoutMs, rail.directory.removeKey(key)),
+    lookupKey: (key) => within('lookupKey', timeoutMs, rail.directory.lookupKey(key)),
+  };
+  const sendPayment = (order: PaymentOrder) => within('sendPayment', timeoutMs, rail.sendPayment(order));
+  const sendReturn = (order: ReturnOrder) => within('sendReturn', timeoutMs, rail.sendReturn(order));
+  return new Proxy(rail, {
+    get(target, prop, receiver) {
+      if (prop === 'directory') return directory;
+      if (prop === 'sendPayment') return sendPayment;
+      if (prop === 'sendReturn') return sendReturn;
+      return Reflect.get(target, prop, receiver);
+    },
+  });
+}

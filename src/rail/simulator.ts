@@ -125,6 +125,35 @@ export class SimulatedRail implements Rail {
   // ---- settlement (SPI) ----
 
   async sendPayment(order: PaymentOrder): Promise<PaymentAck> {
+    return this.answerAfterStall(await this.takePayment(order));
+  }
+
+  async sendReturn(order: ReturnOrder): Promise<ReturnAck> {
+    return this.answerAfterStall(await this.takeReturn(order));
+  }
+
+  /**
+   * The stall switch (sandbox PUT /rail/stall): the order has been taken (it is processed as usual),
+   * and only its answer is late — by `delay_ms` — or lost (`drop`), as on a real network.
+   */
+  private async answerAfterStall<T>(ack: T): Promise<T> {
+    const stall = await store.readStall(this.options.db);
+    if (stall.drop) return new Promise<T>(() => {});
+    if (stall.delay_ms > 0) await new Promise((r) => setTimeout(r, stall.delay_ms).unref());
+    return ack;
+  }
+
+  /** GET /rail/stall. */
+  readStall(): Promise<store.RailStall> {
+    return store.readStall(this.options.db);
+  }
+
+  /** PUT /rail/stall; `{delay_ms: 0, drop: false}` clears it. */
+  setStall(stall: store.RailStall): Promise<store.RailStall> {
+    return store.writeStall(this.options.db, stall, this.options.clock.now());
+  }
+
+  private async takePayment(order: PaymentOrder): Promise<PaymentAck> {
     const { db, clock, institutionIspb } = this.options;
     const entry = await store.findDictEntry(db, order.receiverKey);
     if (entry?.behavior === 'timeout') {
@@ -162,7 +191,7 @@ export class SimulatedRail implements Rail {
     return row.status === 'protection' ? { status: 'queued' } : { status: 'accepted' };
   }
 
-  async sendReturn(order: ReturnOrder): Promise<ReturnAck> {
+  private async takeReturn(order: ReturnOrder): Promise<ReturnAck> {
     const { db, clock } = this.options;
     const existing = await store.findPayment(db, order.endToEndId);
     if (existing) return existing.status === 'settled' ? { status: 'settled', settledAt: existing.resolved_at! } : { status: 'accepted' };
@@ -273,8 +302,9 @@ export class SimulatedRail implements Rail {
           });
           return { ok: true, value: { returned: false, endToEndId: returnE2e, notificationId } };
         }
-        await store.insertPayment(tx, {
-          end_to_end_id: returnE2e,
+        let drawn = 0;
+        const returnId = await this.insertWithFreshId(tx, () => (drawn++ === 0 ? returnE2e : this.random.endToEndId('D', payment.receiver_ispb, now)), (id) => ({
+          end_to_end_id: id,
           kind: 'return',
           direction: 'inbound',
           original_end_to_end_id: payment.end_to_end_id,
@@ -290,23 +320,36 @@ export class SimulatedRail implements Rail {
           status: 'settled',
           created_at: now,
           resolved_at: now,
-        });
+        }));
         await store.addReturned(tx, payment.end_to_end_id, value);
         const notificationId = await this.notify(tx, now, payment.end_to_end_id, {
           kind: 'payment.returned',
           endToEndId: payment.end_to_end_id,
-          returnEndToEndId: returnE2e,
+          returnEndToEndId: returnId,
           amount: value,
           returnCode: 'MD06',
           reason: 'Devolução PIX',
           returnedAt: now,
         });
-        return { ok: true, value: { returned: true, endToEndId: returnE2e, notificationId } };
+        return { ok: true, value: { returned: true, endToEndId: returnId, notificationId } };
       },
     );
     if (!outcome.ok) return outcome;
     await this.deliverNow([outcome.value.notificationId]);
     return { ok: true, value: { returned: outcome.value.returned, endToEndId: outcome.value.endToEndId } };
+  }
+
+  /**
+   * Inserts a payment under a freshly drawn end-to-end id, drawing again while the id is taken. The
+   * draws follow SIM_SEED, so a process restarted with the same seed draws ids it already used (in
+   * the same minute, the ids' time stamp); keeping the old payment would silently lose the new one.
+   */
+  private async insertWithFreshId(tx: Sql, draw: () => string, payment: (id: string) => store.NewSimPayment): Promise<string> {
+    for (let attempt = 0; attempt < 100; attempt++) {
+      const id = draw();
+      if ((await store.insertPayment(tx, payment(id))).inserted) return id;
+    }
+    throw new Error('rail simulator: no free end-to-end id after 100 draws');
   }
 
   /**
@@ -326,10 +369,10 @@ export class SimulatedRail implements Rail {
     const drawn = randomPayer(this.random);
     const payer = { name: input.payerName ?? drawn.name, document: input.payerDocument ?? drawn.document, ispb: input.payerIspb ?? drawn.ispb };
     const now = this.options.clock.now();
-    const endToEndId = this.random.endToEndId('E', payer.ispb, now);
+    let endToEndId = '';
     const notificationId = await this.options.db.transaction(async (tx) => {
-      await store.insertPayment(tx, {
-        end_to_end_id: endToEndId,
+      endToEndId = await this.insertWithFreshId(tx, () => this.random.endToEndId('E', payer.ispb, now), (id) => ({
+        end_to_end_id: id,
         kind: 'payment',
         direction: 'inbound',
         amount: input.amount,
@@ -343,7 +386,7 @@ export class SimulatedRail implements Rail {
         txid: input.txid ?? null,
         created_at: now,
         resolved_at: now,
-      });
+      }));
       return this.notify(tx, now, endToEndId, {
         kind: 'inbound.payment',
         endToEndId,

@@ -1,9 +1,11 @@
+import { notFoundHandler } from '../http/errorHandler.js';
 import type { FastifyInstance } from 'fastify';
 import { auditOperatorWrites } from '../admin/auditLog.js';
 import { requireAdminToken } from '../admin/routes.js';
 import type { AppContext } from '../context.js';
 import { medSandboxRoutes } from './med.routes.js';
 import { pixSandboxRoutes } from './pix.routes.js';
+import { railSandboxRoutes } from './rail.routes.js';
 
 /**
  * Rail simulator controls (contract section 4), under /api/sandbox, behind the admin bearer token.
@@ -12,11 +14,12 @@ import { pixSandboxRoutes } from './pix.routes.js';
  */
 export function sandboxRoutes(ctx: AppContext) {
   return async function plugin(app: FastifyInstance) {
-    app.setNotFoundHandler((_req, reply) => reply.code(404).send({ errors: { not_found: 'route not found' } }));
+    app.setNotFoundHandler(notFoundHandler);
     if (ctx.config.appEnv === 'production') return;
     app.addHook('onRequest', requireAdminToken(ctx));
     auditOperatorWrites(app, ctx);
     await pixSandboxRoutes(app, ctx);
     await medSandboxRoutes(app, ctx);
+    await railSandboxRoutes(app, ctx);
   };
 }

@@ -109,17 +109,28 @@ const filterClause = (status: StatementFilter) => `statement_status = '${status}
 export type StatementRow = ListedTransaction & { merged: boolean };
 
 /**
- * A statement page, newest first, without the outbound PIX still in flight; with `merge`, those
- * (up to `q.limit`, newest first) come first with `merged: true`. One statement, so both parts see
- * the same snapshot (a payout settling meanwhile is never listed twice). Each part is answered
- * from one index (migration 0100) read in order.
+ * A statement page. The statement is one list in one order, paged by `limit`/`offset`:
+ *   - with `merge` (no status filter, or `processing`): first the outbound PIX still in flight
+ *     (`merged: true`), newest first, then every other row, newest first — sort key
+ *     (in flight, created_at, id) descending;
+ *   - without: the rows of the filter, newest first.
+ * So the in-flight rows lead page 1 and, when there are more than `per_page` of them, continue on
+ * page 2 and after; no page holds more than `limit` rows and, on a snapshot, walking the pages
+ * lists each row exactly once. Each part is read from one index (migration 0100) in order, at most
+ * offset + limit rows of each.
  */
 export async function listStatement(sql: Sql, q: ListQuery, merge: boolean): Promise<StatementRow[]> {
   const params: unknown[] = [];
-  const regular = pageSelect(q, q.status ? filterClause(q.status) : `statement_status IS NOT NULL AND statement_status <> 'in_flight'`, params, false);
-  if (!merge) return sql.query<StatementRow>(regular, params);
-  const inFlight = pageSelect({ ...q, offset: 0 }, `statement_status = 'in_flight'`, params, true);
-  return sql.query<StatementRow>(`SELECT * FROM ((${inFlight}) UNION ALL (${regular})) page ORDER BY merged DESC, created_at DESC, id DESC`, params);
+  const clause = q.status ? filterClause(q.status) : `statement_status IS NOT NULL AND statement_status <> 'in_flight'`;
+  if (!merge) return sql.query<StatementRow>(pageSelect(q, clause, params, false), params);
+  const head = { ...q, limit: q.offset + q.limit, offset: 0 };
+  const inFlight = pageSelect(head, `statement_status = 'in_flight'`, params, true);
+  const regular = pageSelect(head, clause, params, false);
+  return sql.query<StatementRow>(
+    `SELECT * FROM ((${inFlight}) UNION ALL (${regular})) page ORDER BY merged DESC, created_at DESC, id DESC
+     LIMIT $${params.push(q.limit)} OFFSET $${params.push(q.offset)}`,
+    params,
+  );
 }
 
 /** GET /transactions: like the statement, with records in flight in their place instead of merged. */

@@ -39,13 +39,14 @@ export function parseListParams(raw: unknown): ListParams {
 }
 
 /**
- * The statement: `per_page` records newest first; page 1 also merges the account's outbound PIX in
- * flight (stage below 3, up to per_page of them, newest first, ahead of the page) when no status
- * filter is given or it is `processing`.
+ * The statement: `per_page` records per page. With no status filter or `processing`, the account's
+ * outbound PIX in flight (stage below 3) are merged ahead of everything else, newest first, so they
+ * lead page 1 and run on into the next pages when there are more than `per_page` of them; then the
+ * other records, newest first (see listStatement).
  */
 export async function statement(ctx: AppContext, accountId: number, p: ListParams) {
   const q: ListQuery = { accountId, ...p.query, limit: p.perPage, offset: (p.page - 1) * p.perPage };
-  const merge = p.page === 1 && (q.status === undefined || q.status === 'processing');
+  const merge = q.status === undefined || q.status === 'processing';
   const rows = await listStatement(ctx.db, q, merge);
   return {
     worked: true,

@@ -1,7 +1,7 @@
 import { bankName } from '../lib/banks.js';
 import { isoZ } from '../lib/clock.js';
 import { addMoney } from '../lib/money.js';
-import type { TransactionRow } from './repository.js';
+import { TX_STATUS, type TransactionRow } from './repository.js';
 
 /**
  * How a statement record is shown: the spec's statement item, the richer record of the
@@ -55,7 +55,8 @@ export function transactionRecord(row: TransactionRow) {
   const outbound = row.direction === 'outbound';
   return {
     ...statementItem(row),
-    final: row.stage === 3,
+    // An open (unpaid) charge is stage 3 but still pending: final only once its status is settled.
+    final: row.stage === 3 && !(row.kind === 'charge' && row.status === TX_STATUS.pending),
     tag: row.tag,
     recipient_key_type: outbound ? row.recipient_key_type : null,
     recipient_ispb: outbound ? row.recipient_ispb : null,

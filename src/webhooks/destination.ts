@@ -135,13 +135,22 @@ const LOCAL_SUFFIXES = ['.localhost', '.local', '.internal', '.home.arpa', '.loc
  * and a name without a dot (`intranet`, `redis`) is refused since only search domains can resolve it.
  */
 export function hostProblem(hostname: string): string | null {
-  const host = hostname.toLowerCase().replace(/\.$/, '');
+  const host = normalizeHost(hostname);
   if (host === '') return 'empty host';
+  if (!host.startsWith('[') && host.split('.').some((label) => label === '')) return 'empty label in the name';
   if (host.startsWith('[') || isIPv4(host) || parseLegacyIpv4(host) !== null) return addressProblem(host);
   if (host === 'localhost') return 'localhost';
   for (const suffix of LOCAL_SUFFIXES) if (host.endsWith(suffix) || host === suffix.slice(1)) return `${suffix} name`;
   if (!host.includes('.')) return 'single-label name';
   return null;
+}
+
+/**
+ * A URL host in the one form every check compares: lower case, without the trailing dots of a
+ * fully qualified name (`printer.local..` is `printer.local`).
+ */
+export function normalizeHost(hostname: string): string {
+  return hostname.toLowerCase().replace(/\.+$/, '');
 }
 
 /** An entry of WEBHOOK_ALLOWED_HOSTS: a host at any port, or at one port. */
@@ -159,7 +168,7 @@ export function parseAllowedHosts(entries: readonly string[]): AllowedHost[] {
     const bare = isIPv6(entry) ? `[${entry}]` : entry;
     const url = new URL(`http://${bare}`);
     const explicitPort = /:(\d+)$/.test(bare) && !bare.endsWith(']');
-    return { hostname: url.hostname.replace(/\.$/, ''), port: explicitPort ? (url.port === '' ? '80' : url.port) : null };
+    return { hostname: normalizeHost(url.hostname), port: explicitPort ? (url.port === '' ? '80' : url.port) : null };
   });
 }
 
@@ -169,7 +178,7 @@ function effectivePort(url: URL): string {
 }
 
 export function isAllowedHost(allowed: readonly AllowedHost[], url: URL): boolean {
-  const hostname = url.hostname.toLowerCase().replace(/\.$/, '');
+  const hostname = normalizeHost(url.hostname);
   const port = effectivePort(url);
   return allowed.some((a) => a.hostname === hostname && (a.port === null || a.port === port));
 }

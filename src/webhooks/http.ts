@@ -3,6 +3,7 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import { Agent, buildConnector, request, type Dispatcher } from 'undici';
 import { addressProblem, destinationProblem, isAllowedHost, type AllowedHost } from './destination.js';
+import { standardWebhookHeaders } from './standardWebhooks.js';
 
 /** `X-Service-Signature`: hex HMAC-SHA256 of the exact bytes sent, keyed with the webhook's secret. */
 export function signDelivery(secret: string, body: string | Buffer): string {
@@ -83,6 +84,8 @@ export interface HttpDelivererOptions {
   allowed: readonly AllowedHost[];
   timeoutMs: number;
   resolver?: Resolver;
+  /** Current time in ms (the `webhook-timestamp` of each attempt). */
+  now?: () => number;
 }
 
 /**
@@ -148,6 +151,7 @@ export class HttpDeliverer {
           'x-service-event': d.event,
           'x-service-delivery': d.deliveryId,
           'x-service-attempt': String(d.attempt),
+          ...standardWebhookHeaders(d.secret, d.deliveryId, Math.floor((this.options.now ?? Date.now)() / 1000), d.body),
         },
         body: d.body,
       });

@@ -33,13 +33,16 @@ export const INVALID_EVENTS_PREFIX = 'contains invalid events:';
 
 export const DETAIL = {
   insecure: 'URL must use HTTPS (HTTP is accepted only with allow_insecure: true)',
-  privateDestination: (host: string, why: string) =>
-    `URL points to a private or reserved destination (${host}: ${why}); webhooks must reach a public address`,
+  privateDestination: (host: string, why: string, hostPort: string) =>
+    `URL points to a private or reserved destination (${host}: ${why}); webhooks must reach a public address. ` +
+    `To deliver to a receiver on your own machine or network, the operator lists it in the server setting WEBHOOK_ALLOWED_HOSTS ` +
+    `(e.g. WEBHOOK_ALLOWED_HOSTS=${hostPort}) and an http URL also needs allow_insecure: true; ` +
+    `or, without registering a webhook, run: pixgate listen --forward-to <your local URL>`,
 } as const;
 
-/** Generated secrets: `whsec_` + 256 random bits, base64url. */
+/** Generated secrets: `whsec_` + 256 random bits, standard base64 (the Standard Webhooks secret form). */
 export function newWebhookSecret(): string {
-  return `whsec_${randomBytes(32).toString('base64url')}`;
+  return `whsec_${randomBytes(32).toString('base64')}`;
 }
 
 function eventsError(message: string): HttpError {
@@ -66,6 +69,7 @@ export function validateWebhook(input: unknown, allowed: readonly AllowedHost[])
   if (url.username !== '' || url.password !== '') {
     throw businessError(400, 'bad_request', { url: ['must not contain a user name or password'] });
   }
+  if (url.port === '0') throw businessError(400, 'bad_request', { url: ['must not use port 0'] });
   const allowInsecure = fields.allow_insecure ?? false;
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && allowInsecure)) throw workedFalse(422, DETAIL.insecure);
 
@@ -77,7 +81,7 @@ export function validateWebhook(input: unknown, allowed: readonly AllowedHost[])
   if (invalid.length > 0) throw eventsError(`${INVALID_EVENTS_PREFIX} ${invalid.join(', ')}`);
 
   const problem = destinationProblem(url, allowed);
-  if (problem !== null) throw workedFalse(422, DETAIL.privateDestination(url.hostname, problem));
+  if (problem !== null) throw workedFalse(422, DETAIL.privateDestination(url.hostname, problem, url.host));
 
   url.hash = ''; // never sent; not part of the destination
   return {

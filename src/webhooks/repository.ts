@@ -151,6 +151,8 @@ export async function listWebhooksForOperator(sql: Sql, filter: AdminWebhookFilt
 
 export interface DispatchResult {
   events: number;
+  /** Names of the events fanned out (metrics count them here: once, after commit). */
+  names: string[];
   deliveries: number;
 }
 
@@ -162,11 +164,11 @@ export interface DispatchResult {
  * alias of it (`aliases`: pairs [alias, event]).
  */
 export async function dispatchOutbox(tx: Sql, limit: number, aliases: ReadonlyArray<readonly [string, string]>): Promise<DispatchResult> {
-  const claimed = await tx.query<{ id: number }>(
-    `SELECT id FROM outbox_events WHERE dispatched_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,
+  const claimed = await tx.query<{ id: number; event: string }>(
+    `SELECT id, event FROM outbox_events WHERE dispatched_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,
     [limit],
   );
-  if (claimed.length === 0) return { events: 0, deliveries: 0 };
+  if (claimed.length === 0) return { events: 0, names: [], deliveries: 0 };
   const ids = claimed.map((r) => r.id);
   // A delivery is born ready (head of its subject queue for the webhook) when it is the batch's first
   // of its subject and nothing earlier of the subject is pending or still waiting for fan-out.
@@ -196,7 +198,7 @@ export async function dispatchOutbox(tx: Sql, limit: number, aliases: ReadonlyAr
     [ids, aliases.map((a) => a[0]), aliases.map((a) => a[1])],
   );
   await tx.query('UPDATE outbox_events SET dispatched_at = now() WHERE id = ANY($1::bigint[])', [ids]);
-  return { events: ids.length, deliveries: inserted.length };
+  return { events: ids.length, names: claimed.map((r) => r.event), deliveries: inserted.length };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -44,7 +44,7 @@ export interface WebhookWorkerOptions {
   workerId?: string;
 }
 
-type WorkerDeps = Pick<AppContext, 'db' | 'config' | 'log'>;
+type WorkerDeps = Pick<AppContext, 'db' | 'config' | 'log'> & Partial<Pick<AppContext, 'metrics'>>;
 
 export const DEFAULTS = {
   pollMs: 100,
@@ -138,7 +138,10 @@ class OutboxDispatcher implements BackgroundWorker {
       let more = false;
       try {
         const r = await this.ctx.db.transaction((tx) => repo.dispatchOutbox(tx, this.batch, EVENT_ALIASES));
-        if (r.events > 0) this.onDispatched();
+        if (r.events > 0) {
+          this.ctx.metrics?.eventsDispatched(r.names);
+          this.onDispatched();
+        }
         more = r.events === this.batch;
         if (Date.now() - lastRepair >= this.repairEveryMs) {
           lastRepair = Date.now();
@@ -285,6 +288,7 @@ class DeliverySender implements BackgroundWorker {
       error: r.error,
       responseBody: r.responseBody,
     };
+    this.ctx.metrics?.webhookAttempt(r.ok, outcome.kind, r.durationMs / 1000);
     const applied = await this.recorder.record({ attempt, outcome });
     if (!applied) this.ctx.log.warn({ delivery_id: job.id }, 'webhook delivery lease had ended; result recorded as an attempt only');
     if (outcome.kind === 'failed') this.ctx.log.warn({ delivery_id: job.id, webhook_id: job.webhook_id, event: job.event }, 'webhook delivery failed for good');

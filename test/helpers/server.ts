@@ -4,6 +4,7 @@ import { parseConfig, type Config } from '../../src/config.js';
 import type { Clock } from '../../src/lib/clock.js';
 import type { ExternalPlugin } from '../../src/external/routes.js';
 import { startServer, type RunningServer } from '../../src/server.js';
+import { installContractCheck } from './contract.js';
 import { openTestDatabase, type Backend, type TestDatabase } from './db.js';
 
 export const TEST_ADMIN_TOKEN = 'test-admin-token-0123456789';
@@ -51,6 +52,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     print: () => {},
     seed: options.seed ?? false,
     workers: options.workers ?? true,
+    onApp: installContractCheck,
     ...(options.redis ? { redis: options.redis } : {}),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.externalPlugins ? { externalPlugins: options.externalPlugins } : {}),

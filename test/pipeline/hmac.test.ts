@@ -124,7 +124,7 @@ describe.each(BACKENDS)('pipeline stage 5, HMAC v2, on %s', (backend) => {
 
   it('400 for a malformed version, timestamp, nonce or idempotency key', async () => {
     const cases: [Record<string, string>, string][] = [
-      [{ 'x-signature-version': '3' }, 'X-Signature-Version must be 2'],
+      [{ 'x-signature-version': '3' }, 'X-Signature-Version must be 1 or 2'],
       [{ 'x-request-timestamp': 'yesterday' }, 'X-Request-Timestamp must be Unix time in seconds'],
       [{ 'x-request-timestamp': '__omit__' }, 'X-Request-Timestamp must be Unix time in seconds'],
       [{ 'x-request-nonce': 'short' }, 'X-Request-Nonce must be 16 to 128 characters from A-Z a-z 0-9 . _ ~ -'],

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeBrCode, crc16 } from '../../src/lib/brcode.js';
+import { normalizePixKey } from '../../src/pix/keys.js';
 import { BACKENDS } from '../helpers/db.js';
 import { merchantWithKey, type MerchantFixture } from '../helpers/client.js';
 import { validCpf } from '../helpers/fixtures.js';
@@ -105,8 +106,10 @@ describe.each(BACKENDS)('POST /pix/cash-out on %s', (backend) => {
     await sandbox(s, 'POST', '/dict/keys', { key: cpf, type: 'cpf', name: 'Pessoa CPF', document: cpf, ispb: '60746948' });
     const ok = await m.client.post('/pix/cash-out', { amount: 100, pix_key: cpf, pix_key_type: 'cpf' });
     expect(ok.status).toBe(200);
-    // Typed as a phone, the same digits are another key (+55…), not in the directory.
-    expectCashOutError(await m.client.post('/pix/cash-out', { amount: 100, pix_key: cpf, pix_key_type: 'phone' }), 422, 'destination_not_found');
+    // Typed as a phone, the same digits are another key (+55…), not in the directory — or, when
+    // they do not follow the phone rule (area code, 9 digits starting with 9), no valid phone key.
+    const asPhone = await m.client.post('/pix/cash-out', { amount: 100, pix_key: cpf, pix_key_type: 'phone' });
+    expectCashOutError(asPhone, 422, normalizePixKey('phone', cpf) === null ? 'unprocessable_entity' : 'destination_not_found');
   });
 
   it('detects and normalizes cpf, cnpj, email, phone and evp keys', async () => {

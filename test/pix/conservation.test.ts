@@ -8,7 +8,8 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 /**
  * Money is conserved: random sequences of deposits, inbound PIX, paid cash-in charges, cash-outs
  * (settled, rejected, held then decided, returned), refunds (settled, failed) and MED infractions
- * (blocks, short blocks topped up by later credits, refunds, releases) end with every book equal to
+ * (blocks, short blocks topped up by later credits, refunds, releases) and TEFs between the two
+ * accounts end with every book equal to
  * its entries, the ledger summing to zero, nothing left pending, and each account's available and
  * blocked balances equal to what a model of the answers predicts.
  */
@@ -25,7 +26,9 @@ type Command =
   | { op: 'drain'; acct: number; dispute: boolean; pick: number }
   /** `percent`: the claimed share of what is left of the payment (above 100 is refused); null: all of it. */
   | { op: 'infraction'; pick: number; percent: number | null }
-  | { op: 'resolve'; pick: number; decision: 'accepted' | 'rejected' | 'cancelled' };
+  | { op: 'resolve'; pick: number; decision: 'accepted' | 'rejected' | 'cancelled' }
+  /** A TEF from `acct` to the other account, by its PIX key. */
+  | { op: 'tef'; acct: number; cents: number };
 
 const acct = fc.integer({ min: 0, max: 1 });
 const cents = fc.integer({ min: 1, max: 20_000 });
@@ -49,6 +52,7 @@ const command: fc.Arbitrary<Command> = fc.oneof(
     arbitrary: fc.record({ op: fc.constant('resolve' as const), pick: fc.nat(), decision: fc.constantFrom('accepted' as const, 'rejected' as const, 'cancelled' as const) }),
     weight: 3,
   },
+  { arbitrary: fc.record({ op: fc.constant('tef' as const), acct, cents }), weight: 3 },
 );
 /** Each run starts by funding both accounts with a random amount (cents, possibly 0; small enough that MED blocks are often short). */
 const funding = fc.tuple(fc.integer({ min: 0, max: 30_000 }), fc.integer({ min: 0, max: 30_000 }));
@@ -100,7 +104,8 @@ describe.each(BACKENDS)('money conservation on %s', (backend) => {
     await fc.assert(
       fc.asyncProperty(fc.array(command, { minLength: 8, maxLength: 30 }), fc.tuple(fc.integer({ min: 0, max: 300 }), fc.integer({ min: 0, max: 300 })), funding, async (cmds, fees, fund) => {
         const accounts: MerchantFixture[] = [await merchantWithKey(s, { depositCents: fund[0] }), await merchantWithKey(s, { depositCents: fund[1] })];
-        for (const a of accounts) await addPixKey(s, a.accountId, 'evp');
+        const pixKeys: string[] = [];
+        for (const a of accounts) pixKeys.push(await addPixKey(s, a.accountId, 'evp'));
         const expected = [fund[0] * 100, fund[1] * 100];
         // Open infractions in the order they were reported, with what the model expects blocked.
         const open: { acct: number; id: string; original: string; amount: number; blocked: number }[] = [];
@@ -255,6 +260,21 @@ describe.each(BACKENDS)('money conservation on %s', (backend) => {
               }
               break;
             }
+            case 'tef': {
+              const to = 1 - c.acct;
+              const res = await accounts[c.acct]!.client.post('/tef/transfers', { amount: c.cents, pix_key: pixKeys[to] });
+              if (c.cents * 100 > expected[c.acct]!) {
+                expect(res.status).toBe(422);
+                expect(res.body.code).toBe('insufficient_balance');
+                expect(await eventNames(s.ctx.db, res.body.transaction_id)).toEqual(['tef.transfer.failed']);
+                break;
+              }
+              expect(res.status).toBe(200);
+              expect(await eventNames(s.ctx.db, res.body.transaction_id)).toEqual(['tef.transfer.sent']);
+              expected[c.acct]! -= c.cents * 100;
+              credit(to, c.cents * 100); // a TEF credit tops up the destination's short blocks too
+              break;
+            }
             case 'resolve': {
               if (open.length === 0) break;
               const [inf] = open.splice(c.pick % open.length, 1);
@@ -283,7 +303,7 @@ describe.each(BACKENDS)('money conservation on %s', (backend) => {
       }),
       { numRuns: 10, seed: Number(process.env.FC_SEED ?? Date.now() % 100000), verbose: 1, examples: [MED_EXAMPLE] },
     );
-  });
+  }, 120_000);
 
   it('100 concurrent cash-outs on one account never overdraw it: each is debited once or not at all', async () => {
     const m = await merchantWithKey(s, { depositCents: 50 * 1010 });
@@ -309,6 +329,23 @@ describe.each(BACKENDS)('money conservation on %s', (backend) => {
     ]);
     const [rows] = await s.ctx.db.query<{ n: number }>(`SELECT count(*)::bigint AS n FROM transactions WHERE account_id = $1 AND kind = 'cash_out'`, [m.accountId]);
     expect(rows!.n).toBe(50);
+    await expectLedgerConsistent(s.ctx.db);
+  });
+
+  it('concurrent TEFs in both directions between two accounts never deadlock, overdraw or lose money', async () => {
+    const a = await merchantWithKey(s, { depositCents: 10_000 });
+    const b = await merchantWithKey(s, { depositCents: 10_000 });
+    const keyA = await addPixKey(s, a.accountId, 'evp');
+    const keyB = await addPixKey(s, b.accountId, 'evp');
+    const results = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? a.client.post('/tef/transfers', { amount: 700, pix_key: keyB }) : b.client.post('/tef/transfers', { amount: 900, pix_key: keyA }))),
+    );
+    expect(results.every((r) => r.status === 200 || (r.status === 422 && r.body.code === 'insufficient_balance'))).toBe(true);
+    const sent = (i: number) => results.filter((r, j) => j % 2 === i && r.status === 200).length;
+    const moved = sent(0) * 70_000 - sent(1) * 90_000;
+    const [ba, bb] = [await balances(s.ctx.db, a.accountId), await balances(s.ctx.db, b.accountId)];
+    expect(ba.available).toBe(1_000_000 - moved);
+    expect(bb.available).toBe(1_000_000 + moved);
     await expectLedgerConsistent(s.ctx.db);
   });
 

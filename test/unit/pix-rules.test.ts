@@ -81,7 +81,8 @@ describe('PIX keys', () => {
 
   it('phones become E.164: +55 added to area code + number, formatting removed', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 11, max: 99 }), fc.integer({ min: 900_000_000, max: 999_999_999 }), (ddd, n) => {
+      // Area codes have no zero digit (11, 21, … 99); mobile numbers are 9 digits starting with 9.
+      fc.property(fc.integer({ min: 1, max: 9 }).chain((a) => fc.integer({ min: 1, max: 9 }).map((b) => a * 10 + b)), fc.integer({ min: 900_000_000, max: 999_999_999 }), (ddd, n) => {
         const e164 = `+55${ddd}${n}`;
         expect(normalizePixKey('phone', `${ddd}${n}`)).toBe(e164);
         expect(normalizePixKey('phone', `(${ddd}) ${String(n).slice(0, 5)}-${String(n).slice(5)}`)).toBe(e164);

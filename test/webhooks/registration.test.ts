@@ -100,7 +100,7 @@ describe.each(BACKENDS)('webhook registration on %s', (backend) => {
       id: expect.stringMatching(UUID_V4),
       url: 'https://hooks.example.com/pix',
       events: ['pix.charge.paid', 'pix.payout.confirmed'],
-      secret: expect.stringMatching(/^whsec_[A-Za-z0-9_-]{43}$/),
+      secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
       description: null,
       is_active: true,
       created_at: expect.stringMatching(ISO_Z),
@@ -245,17 +245,23 @@ describe.each(BACKENDS)('webhook registration on %s', (backend) => {
     for (const [scheme, allowInsecure] of [['https', false], ['http', true]] as const) {
       const res = await create(m, { url: `${scheme}://${host}/hook`, events: ['pix.charge.paid'], allow_insecure: allowInsecure });
       expect(res.status).toBe(422);
-      expect(res.body).toEqual({ worked: false, detail: expect.stringContaining(`: ${why}); webhooks must reach a public address`) });
+      expect(res.body).toEqual({ worked: false, detail: expect.stringContaining(`: ${why}); webhooks must reach a public address.`) });
       expect(res.body.detail).toMatch(/^URL points to a private or reserved destination \(/);
     }
   });
 
-  it('names the normalized host in the detail', async () => {
+  it('names the normalized host in the detail, and the operator setting that allows it', async () => {
     const res = await create(m, { url: 'https://2130706433/', events: ['pix.charge.paid'] });
     expect(res.body).toEqual({
       worked: false,
-      detail: 'URL points to a private or reserved destination (127.0.0.1: loopback); webhooks must reach a public address',
+      detail:
+        'URL points to a private or reserved destination (127.0.0.1: loopback); webhooks must reach a public address. ' +
+        'To deliver to a receiver on your own machine or network, the operator lists it in the server setting WEBHOOK_ALLOWED_HOSTS ' +
+        '(e.g. WEBHOOK_ALLOWED_HOSTS=127.0.0.1) and an http URL also needs allow_insecure: true; ' +
+        'or, without registering a webhook, run: pixgate listen --forward-to <your local URL>',
     });
+    const local = await create(m, { url: 'http://localhost:3000/hooks', events: ['pix.charge.paid'], allow_insecure: true });
+    expect(local.body.detail).toContain('WEBHOOK_ALLOWED_HOSTS=localhost:3000');
   });
 
   it('accepts public destinations next to the refused ranges', async () => {

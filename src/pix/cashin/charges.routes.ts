@@ -1,11 +1,14 @@
+import { MAX_AMOUNT_CENTS } from '../../lib/money.js';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { principal, recordAnswer } from '../../external/pipeline.js';
+import { badRequest, notFound } from '../../http/errors.js';
 import { parseOrThrow } from '../../http/validation.js';
 import { isValidDocument } from '../../lib/documents.js';
 import { EXTERNAL_ID, EXTERNAL_ID_MESSAGE } from '../externalId.js';
-import { CHARGE, createCharge } from './charges.js';
+import { CHARGE, chargeBody, createCharge } from './charges.js';
+import { findAccountCharge } from './repository.js';
 
 /** `external_id` and `tag`: the spec's external_id rule. */
 const identifier = z.string().trim().regex(EXTERNAL_ID, EXTERNAL_ID_MESSAGE);
@@ -20,7 +23,7 @@ const document = z
 const optional = <T extends z.ZodType>(schema: T) => schema.nullish().transform((v) => v ?? undefined);
 
 const cashInBody = z.strictObject({
-  amount: z.number().int().min(1).max(CHARGE.maxAmountCents),
+  amount: z.number().int().min(1).max(Math.min(CHARGE.maxAmountCents, MAX_AMOUNT_CENTS)),
   expires_in: optional(z.number().int().min(CHARGE.minExpiresInSeconds).max(CHARGE.maxExpiresInSeconds)),
   payer_name: optional(z.string().trim().min(1).max(100)),
   payer_document: optional(document),
@@ -50,5 +53,14 @@ export async function chargeRoutes(app: FastifyInstance, ctx: AppContext) {
       (tx, statusCode, payload) => recordAnswer(req, tx, statusCode, payload),
     );
     return reply.code(answer.statusCode).send(answer.body);
+  });
+
+  // A charge read again (its BR Code and QR image included), by id, transaction_id, txid or external_id.
+  app.get<{ Params: { id: string } }>('/pix/cash-in/:id', { config: { permission: 'pix:read' } }, async (req) => {
+    const id = req.params.id;
+    if (id.length === 0 || id.length > 128) throw badRequest('id must be 1 to 128 characters');
+    const charge = await findAccountCharge(ctx.db, principal(req).accountId, id);
+    if (!charge) throw notFound('charge not found');
+    return chargeBody(charge);
   });
 }

@@ -191,7 +191,7 @@ export function commandFingerprint(c: ChargeCommand): string {
       c.expiresInSeconds,
       c.payerName ?? null,
       c.payerDocument ?? null,
-      c.description ?? null,
+      c.description || null, // absent, null and "" (blanks are trimmed to it) are one command
       c.tag ?? null,
       c.externalId ?? null,
       c.pixKey ?? null,

@@ -64,6 +64,22 @@ export async function findCharge(sql: Sql, transactionUuid: string): Promise<Cha
   return row;
 }
 
+/**
+ * A charge of an account by any of its ids: the internal UUID (`id`), `transaction_id`, `txid` or
+ * `external_id`. Another account's charge is not found.
+ */
+export async function findAccountCharge(sql: Sql, accountId: number, anyId: string): Promise<ChargeRow | undefined> {
+  const isUuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(anyId);
+  const [row] = await sql.query<ChargeRow>(
+    `SELECT ${CHARGE_COLUMNS} FROM ${CHARGE_FROM}
+      WHERE t.account_id = $1
+        AND (($3::uuid IS NOT NULL AND c.transaction_uuid = $3::uuid) OR t.transaction_id = $2 OR c.txid = $2 OR t.external_id = $2)
+      LIMIT 1`,
+    [accountId, anyId, isUuid ? anyId.toLowerCase() : null],
+  );
+  return row;
+}
+
 /** What already holds an account's `external_id` (any kind of movement), with its charge if it is one. */
 export interface ExternalIdHolder {
   kind: string;

@@ -185,3 +185,24 @@ export async function deleteNotification(sql: Sql, id: number): Promise<void> {
 export async function deferNotification(sql: Sql, id: number, until: Date, error: string): Promise<void> {
   await sql.query('UPDATE sim_notifications SET locked_until = $2, last_error = $3 WHERE id = $1', [id, until, error.slice(0, 500)]);
 }
+
+/** The stall switch: answers to payment and return orders delayed by `delay_ms`, or dropped. */
+export interface RailStall {
+  delay_ms: number;
+  drop: boolean;
+}
+
+export async function readStall(sql: Sql): Promise<RailStall> {
+  const [row] = await sql.query<RailStall>('SELECT delay_ms, drop_answer AS drop FROM sim_rail_stall WHERE id = 1');
+  return row ?? { delay_ms: 0, drop: false };
+}
+
+export async function writeStall(sql: Sql, stall: RailStall, now: Date): Promise<RailStall> {
+  const [row] = await sql.query<RailStall>(
+    `INSERT INTO sim_rail_stall (id, delay_ms, drop_answer, updated_at) VALUES (1, $1, $2, $3)
+     ON CONFLICT (id) DO UPDATE SET delay_ms = EXCLUDED.delay_ms, drop_answer = EXCLUDED.drop_answer, updated_at = EXCLUDED.updated_at
+     RETURNING delay_ms, drop_answer AS drop`,
+    [stall.delay_ms, stall.drop, now],
+  );
+  return row!;
+}

@@ -1,0 +1,145 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { AppContext } from '../context.js';
+import { principal } from '../external/pipeline.js';
+import { businessError } from '../http/errors.js';
+import { QueryReader } from '../http/query.js';
+import { catalogEntry, deliveredEventFor } from './catalog.js';
+import { latestSequence, readFeed, type FeedEvent } from './feed.js';
+
+export const FEED_LIMIT_DEFAULT = 100;
+export const FEED_LIMIT_MAX = 500;
+/** Live streams open at once per merchant in one process. */
+export const MAX_STREAMS_PER_MERCHANT = 5;
+/** How often a live stream looks for new events. */
+export const STREAM_POLL_MS = 250;
+/** A comment line keeps proxies from closing an idle stream. */
+export const STREAM_HEARTBEAT_MS = 15_000;
+
+const CURSOR = /^\d{1,15}$/;
+
+interface FeedParams {
+  after: number | undefined;
+  types: string[];
+  limit: number;
+}
+
+function readParams(req: FastifyRequest): FeedParams {
+  const r = new QueryReader(req.query);
+  const afterText = r.string('after', CURSOR, 'must be a sequence number (an integer >= 0)');
+  const limit = r.int('limit', 1, FEED_LIMIT_MAX, FEED_LIMIT_DEFAULT);
+  const raw = (req.query as Record<string, unknown>)?.type;
+  const names = (Array.isArray(raw) ? raw : raw === undefined || raw === '' ? [] : [raw]).flatMap((v) => String(v).split(',')).map((v) => v.trim()).filter(Boolean);
+  const unknown = names.filter((n) => !catalogEntry(n));
+  if (unknown.length > 0) r.add('type', `contains unknown events: ${unknown.join(', ')}`);
+  r.done();
+  // A subscription alias reads the event it stands for, as webhooks deliver it.
+  const types = [...new Set(names.map(deliveredEventFor))];
+  return { after: afterText === undefined ? undefined : Number(afterText), types, limit };
+}
+
+/**
+ * GET /events (a page of the merchant's events after a cursor) and GET /events/stream (the same
+ * events live, as Server-Sent Events). Permission `account:read`: the events are what the
+ * merchant's webhooks receive, and that permission already reads the webhooks and their secrets.
+ */
+export async function eventFeedRoutes(app: FastifyInstance, ctx: AppContext) {
+  const streams = new Map<number, number>();
+  const open = new Set<() => void>();
+  app.addHook('preClose', async () => {
+    for (const end of [...open]) end();
+  });
+
+  app.get('/events', { config: { permission: 'account:read' } }, async (req) => {
+    const p = principal(req);
+    const q = readParams(req);
+    const after = q.after ?? 0;
+    const rows = await readFeed(ctx.db, { merchantId: p.merchantId, accountId: p.keyAccountId, after, types: q.types, limit: q.limit + 1 });
+    const events = rows.slice(0, q.limit);
+    return { worked: true, events, next_after: events.at(-1)?.sequence ?? after, has_more: rows.length > q.limit };
+  });
+
+  app.get('/events/stream', { config: { permission: 'account:read' } }, async (req, reply) => {
+    const p = principal(req);
+    const q = readParams(req);
+    const lastEventId = req.headers['last-event-id'];
+    const resumeFrom = typeof lastEventId === 'string' && CURSOR.test(lastEventId) ? Number(lastEventId) : undefined;
+    if ((streams.get(p.merchantId) ?? 0) >= MAX_STREAMS_PER_MERCHANT) {
+      throw businessError(429, 'too_many_requests', `at most ${MAX_STREAMS_PER_MERCHANT} event streams per merchant at once`);
+    }
+    let cursor = resumeFrom ?? q.after ?? (await latestSequence(ctx.db, p.merchantId, p.keyAccountId));
+    streams.set(p.merchantId, (streams.get(p.merchantId) ?? 0) + 1);
+
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+      'x-request-id': req.id,
+    });
+    res.write(`retry: 2000\n: pixgate events for merchant ${p.merchantId} after ${cursor}\n\n`);
+
+    let ended = false;
+    let wake: (() => void) | undefined;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      wake?.();
+    };
+    open.add(end);
+    req.raw.on('close', end);
+    res.on('close', end);
+    const sleep = (ms: number) =>
+      new Promise<void>((resolve) => {
+        const t = setTimeout(done, ms);
+        function done() {
+          clearTimeout(t);
+          wake = undefined;
+          resolve();
+        }
+        wake = done;
+      });
+
+    // A slow reader is not buffered without bound: the loop waits for the socket to drain.
+    const write = async (e: FeedEvent) => {
+      if (!res.write(`id: ${e.sequence}\nevent: ${e.event}\ndata: ${JSON.stringify(e)}\n\n`)) {
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            res.off('drain', done);
+            res.off('close', done);
+            resolve();
+          };
+          res.on('drain', done);
+          res.on('close', done);
+        });
+      }
+    };
+    let lastWrite = Date.now();
+    try {
+      while (!ended) {
+        const rows = await readFeed(ctx.db, { merchantId: p.merchantId, accountId: p.keyAccountId, after: cursor, types: q.types, limit: FEED_LIMIT_MAX });
+        for (const e of rows) {
+          if (ended) break;
+          await write(e);
+          cursor = e.sequence;
+          lastWrite = Date.now();
+        }
+        if (rows.length === FEED_LIMIT_MAX) continue;
+        if (Date.now() - lastWrite >= STREAM_HEARTBEAT_MS) {
+          res.write(': keep-alive\n\n');
+          lastWrite = Date.now();
+        }
+        await sleep(STREAM_POLL_MS);
+      }
+    } catch (err) {
+      req.log.error({ err }, 'event stream failed');
+    } finally {
+      open.delete(end);
+      const n = (streams.get(p.merchantId) ?? 1) - 1;
+      if (n <= 0) streams.delete(p.merchantId);
+      else streams.set(p.merchantId, n);
+      res.end();
+    }
+  });
+}

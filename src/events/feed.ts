@@ -1,0 +1,79 @@
+import type { Sql } from '../db/db.js';
+
+/** One event as the feed shows it. */
+export interface FeedEvent {
+  /** The cursor: strictly increasing in the order events are final. */
+  sequence: number;
+  /** The event's UUID (the same in every delivery of it). */
+  id: string;
+  event: string;
+  account_id: number | null;
+  subject: string;
+  created_at: string;
+  /** The delivery body as an object. */
+  payload: Record<string, unknown>;
+  /** The exact bytes a webhook delivery of this event carries (sign these to forward it). */
+  body: string;
+}
+
+export interface FeedQuery {
+  merchantId: number;
+  /** An account key sees its account's events; a merchant-wide key (null) every event of the merchant. */
+  accountId: number | null;
+  after: number;
+  /** Event names; empty = every event. */
+  types: readonly string[];
+  limit: number;
+}
+
+interface Row {
+  id: number;
+  event_id: string;
+  event: string;
+  account_id: number | null;
+  subject: string;
+  created_at: Date;
+  payload: Record<string, unknown>;
+}
+
+/**
+ * The merchant's events after a cursor, oldest first. Only rows whose writing transaction is older
+ * than every transaction still running are returned (see migration 0540), so a row below a cursor
+ * the reader holds can never appear later.
+ */
+export async function readFeed(db: Sql, q: FeedQuery): Promise<FeedEvent[]> {
+  const rows = await db.query<Row>(
+    `SELECT id, event_id, event, account_id, subject, created_at, payload
+       FROM outbox_events
+      WHERE merchant_id = $1
+        AND id > $2
+        AND ($3::bigint IS NULL OR account_id = $3)
+        AND (cardinality($4::text[]) = 0 OR event = ANY($4::text[]))
+        AND (xact_id IS NULL OR xact_id < pg_snapshot_xmin(pg_current_snapshot()))
+      ORDER BY id
+      LIMIT $5`,
+    [q.merchantId, q.after, q.accountId, q.types, q.limit],
+  );
+  return rows.map((r) => ({
+    sequence: Number(r.id),
+    id: r.event_id,
+    event: r.event,
+    account_id: r.account_id === null ? null : Number(r.account_id),
+    subject: r.subject,
+    created_at: r.created_at.toISOString(),
+    payload: r.payload,
+    // Deliveries send JSON.stringify of the stored payload (webhooks/workers.ts): the same bytes.
+    body: JSON.stringify(r.payload),
+  }));
+}
+
+/** The newest sequence the merchant can see now (where a live stream without a cursor starts). */
+export async function latestSequence(db: Sql, merchantId: number, accountId: number | null): Promise<number> {
+  const [row] = await db.query<{ id: number | null }>(
+    `SELECT max(id) AS id FROM outbox_events
+      WHERE merchant_id = $1 AND ($2::bigint IS NULL OR account_id = $2)
+        AND (xact_id IS NULL OR xact_id < pg_snapshot_xmin(pg_current_snapshot()))`,
+    [merchantId, accountId],
+  );
+  return row?.id == null ? 0 : Number(row.id);
+}

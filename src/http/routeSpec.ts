@@ -1,0 +1,59 @@
+import type { FastifyInstance, RouteHandlerMethod } from 'fastify';
+import type { z } from 'zod';
+import type { Permission } from '../auth/permissions.js';
+
+/**
+ * The route registry: one declaration per route — method, path, the zod schemas of its request
+ * (params, query, body) and of its answers, the permission it needs and the statuses it gives —
+ * that the route handler mounts and validates with, and that src/openapi/document.ts turns into the
+ * OpenAPI document. Each domain keeps its declarations in one `*.api.ts` module.
+ */
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+export interface ResponseSpec {
+  description: string;
+  /** The body's schema; absent for an empty answer (204). */
+  schema?: z.ZodType;
+  /** Response headers worth documenting (name → description). */
+  headers?: Record<string, string>;
+  example?: unknown;
+}
+
+export interface RouteSpec {
+  method: Method;
+  /** Fastify path relative to the API's prefix (`/transactions/:id`). */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tag: string;
+  /** External API only: the permission the route requires (null: any authenticated key). */
+  permission?: Permission | null;
+  /** External API only: the request is signed (HMAC v1 or v2) and may carry an Idempotency-Key. */
+  signed?: boolean;
+  params?: z.ZodType;
+  query?: z.ZodType;
+  body?: z.ZodType;
+  /** false when the body may be omitted (defaults to true when `body` is set). */
+  bodyRequired?: boolean;
+  bodyExample?: unknown;
+  /** The answers of this route (success and route-specific errors); the API's common errors are added by the document. */
+  responses: Record<number, ResponseSpec>;
+  /** Extra Fastify route config (rate-limit exemption, boleto endpoint name). */
+  config?: Record<string, unknown>;
+}
+
+/** Declares a domain's routes (keeps the literal keys for `api.name` access). */
+export function defineRoutes<T extends Record<string, RouteSpec>>(routes: T): T {
+  return routes;
+}
+
+/** Mounts a declared route on a Fastify scope with its handler. */
+export function mount(app: FastifyInstance, spec: RouteSpec, handler: RouteHandlerMethod): void {
+  app.route({
+    method: spec.method,
+    url: spec.path,
+    config: { ...(spec.permission !== undefined ? { permission: spec.permission } : {}), ...spec.config },
+    handler,
+  });
+}

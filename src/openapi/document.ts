@@ -1,0 +1,215 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { BusinessError, namedSchemas, PermissionError, PipelineError, WorkedFalseError } from '../http/apiSchemas.js';
+import type { ResponseSpec, RouteSpec } from '../http/routeSpec.js';
+import { packageRoot } from '../lib/paths.js';
+import { API_GROUPS, type ApiGroup } from './groups.js';
+
+/**
+ * Builds the OpenAPI 3.1 document from the route registry (src/http/routeSpec.ts): every route of
+ * every API with the zod schemas its handler validates with (requests, as input) and answers with
+ * (responses, as output), plus the errors every route of its API can give. Built once per process.
+ */
+type JsonSchema = Record<string, unknown>;
+type Json = Record<string, unknown>;
+
+const REF = (id: string) => `#/components/schemas/${id}`;
+
+function clean(schema: JsonSchema): JsonSchema {
+  const { $schema: _s, $id: _i, ...rest } = schema;
+  return rest;
+}
+
+function toSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
+  return clean(z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as JsonSchema);
+}
+
+/** `/transactions/:id` → `/transactions/{id}`. */
+export function openApiPath(path: string): string {
+  return path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+}
+
+function upperFirst(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}
+
+interface Built {
+  doc: Json;
+}
+
+function buildSchemas(groups: readonly ApiGroup[]) {
+  // Responses (output) share the named components; request bodies (input) get one component each.
+  const out = z.registry<{ id: string; description?: string }>();
+  const inp = z.registry<{ id: string; description?: string }>();
+  const ids = new Map<z.ZodType, string>();
+  const bodyIds = new Map<z.ZodType, string>();
+  for (const [schema, meta] of registryEntries()) {
+    out.add(schema, meta);
+    ids.set(schema, meta.id);
+  }
+  for (const group of groups) {
+    for (const route of group.routes) {
+      for (const [status, response] of Object.entries(route.responses)) {
+        if (response.schema && !ids.has(response.schema)) {
+          const id = `${upperFirst(route.operationId)}${status}`;
+          out.add(response.schema, { id });
+          ids.set(response.schema, id);
+        }
+      }
+      if (route.body && !bodyIds.has(route.body)) {
+        const id = `${upperFirst(route.operationId)}Request`;
+        inp.add(route.body, { id });
+        bodyIds.set(route.body, id);
+      }
+    }
+  }
+  const opts = { target: 'draft-2020-12' as const, unrepresentable: 'any' as const, uri: REF };
+  const outSchemas = (z.toJSONSchema(out, { ...opts, io: 'output' }) as { schemas: Record<string, JsonSchema> }).schemas;
+  const inSchemas = (z.toJSONSchema(inp, { ...opts, io: 'input' }) as { schemas: Record<string, JsonSchema> }).schemas;
+  const all: Record<string, JsonSchema> = {};
+  for (const [id, s] of Object.entries({ ...outSchemas, ...inSchemas })) all[id] = clean(s);
+  return { all, ids, bodyIds };
+}
+
+function registryEntries() {
+  return namedSchemas;
+}
+
+function parameters(route: RouteSpec, group: ApiGroup): Json[] {
+  const params: Json[] = [];
+  const pathNames = [...route.path.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1]!);
+  const pathSchema = route.params ? (toSchema(route.params, 'input') as { properties?: Record<string, JsonSchema> }) : {};
+  for (const name of pathNames) {
+    params.push({ name, in: 'path', required: true, schema: pathSchema.properties?.[name] ?? { type: 'string', minLength: 1 } });
+  }
+  if (route.query) {
+    const q = toSchema(route.query, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] };
+    for (const [name, schema] of Object.entries(q.properties ?? {})) {
+      const { description, ...rest } = schema as { description?: string };
+      params.push({ name, in: 'query', required: (q.required ?? []).includes(name), schema: rest, ...(description ? { description } : {}) });
+    }
+  }
+  for (const h of group.headers(route)) params.push({ in: 'header', ...h });
+  return params;
+}
+
+function responseObject(status: number, spec: ResponseSpec | undefined, common: { description: string; schemas: z.ZodType[] } | undefined, ids: Map<z.ZodType, string>): Json {
+  const refs: string[] = [];
+  if (spec?.schema) refs.push(ids.get(spec.schema)!);
+  if (status >= 400) for (const s of common?.schemas ?? []) refs.push(ids.get(s)!);
+  const unique = [...new Set(refs)];
+  const schema = unique.length === 1 ? { $ref: REF(unique[0]!) } : { anyOf: unique.map((id) => ({ $ref: REF(id) })) };
+  const headers = spec?.headers ?? (status === 429 ? { 'Retry-After': 'Seconds to wait before retrying' } : undefined);
+  return {
+    description: spec?.description ?? common?.description ?? `HTTP ${status}`,
+    ...(headers ? { headers: Object.fromEntries(Object.entries(headers).map(([name, description]) => [name, { description, schema: { type: 'string' } }])) } : {}),
+    ...(unique.length ? { content: { 'application/json': { schema, ...(spec?.example !== undefined ? { example: spec.example } : {}) } } } : {}),
+  };
+}
+
+function build(): Built {
+  const groups = API_GROUPS;
+  const { all, ids, bodyIds } = buildSchemas(groups);
+  const paths: Record<string, Record<string, Json>> = {};
+  for (const group of groups) {
+    for (const route of group.routes) {
+      const path = openApiPath(group.prefix + route.path);
+      const common = group.commonErrors(route);
+      const statuses = new Set([...Object.keys(route.responses).map(Number), ...Object.keys(common).map(Number)]);
+      const responses: Record<string, Json> = {};
+      for (const status of [...statuses].sort((a, b) => a - b)) responses[String(status)] = responseObject(status, route.responses[status], common[status], ids);
+      const op: Json = {
+        operationId: route.operationId,
+        summary: route.summary,
+        ...(route.description || route.permission !== undefined
+          ? { description: [route.description, route.permission ? `Permission: \`${route.permission}\`.` : route.permission === null ? 'Any authenticated key.' : undefined].filter(Boolean).join('\n\n') }
+          : {}),
+        tags: [route.tag],
+        ...(route.permission !== undefined ? { 'x-permission': route.permission } : {}),
+        parameters: parameters(route, group),
+        ...(route.body
+          ? {
+              requestBody: {
+                required: route.bodyRequired ?? true,
+                content: { 'application/json': { schema: { $ref: REF(bodyIds.get(route.body)!) }, ...(route.bodyExample !== undefined ? { example: route.bodyExample } : {}) } },
+              },
+            }
+          : {}),
+        responses,
+        security: group.security(route),
+      };
+      if ((op.parameters as Json[]).length === 0) delete op.parameters;
+      (paths[path] ??= {})[route.method.toLowerCase()] = op;
+    }
+  }
+  const version = (JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { version: string }).version;
+  return {
+    doc: {
+      openapi: '3.1.0',
+      info: {
+        title: 'pixgate',
+        version,
+        summary: 'PIX payment accounts: merchant API, boleto central API, operator API and rail sandbox',
+        description: DESCRIPTION,
+        license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
+      },
+      servers: [{ url: '/' }],
+      tags: groups.flatMap((g) => g.tags),
+      paths,
+      components: {
+        schemas: all,
+        securitySchemes: SECURITY_SCHEMES,
+      },
+    },
+  };
+}
+
+const DESCRIPTION = [
+  'Money goes in as integer **cents** and comes back in **base units** (1 cent = 100 base units) in every answer of the merchant API.',
+  '',
+  'Merchant API (`/api/external`): `Authorization: ApiKey <client_id>:<client_secret>` (or HTTP Basic with the same pair), from an IP of the key’s whitelist. ',
+  'POST requests are signed: `hmac` is the hex HMAC-SHA512 of the canonical JSON body with the client secret (version 1), or, with `X-Signature-Version: 2`, of ',
+  '`v2\\n<X-Request-Timestamp>\\n<X-Request-Nonce>\\n<METHOD>\\n<path>\\n<Idempotency-Key>\\n<canonical body>` (docs/signing.md). ',
+  '`Idempotency-Key` makes a POST safe to retry: the stored answer is replayed with `X-Idempotent-Replay: true`. `X-Key-Case: camelCase` switches request and answer keys to camelCase.',
+  '',
+  'Boleto central API (`/api/v1/central`): `X-API-Key`. Operator (`/api/admin`) and sandbox (`/api/sandbox`, off in production): `Authorization: Bearer <ADMIN_TOKEN>`.',
+].join('\n');
+
+const SECURITY_SCHEMES = {
+  ApiKeyAuth: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'Authorization',
+    description: '`ApiKey <client_id>:<client_secret>`',
+  },
+  BasicAuth: { type: 'http', scheme: 'basic', description: 'HTTP Basic with client_id as user and client_secret as password' },
+  HmacSignature: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'hmac',
+    description:
+      'Hex HMAC-SHA512 (key: client_secret) of the canonical JSON body (v1), or of the v2 signing string when `X-Signature-Version: 2` is sent with `X-Request-Timestamp`, `X-Request-Nonce` and `Idempotency-Key` (docs/signing.md)',
+  },
+  CentralApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'A boleto central API key (created with POST /api/admin/central-keys)' },
+  AdminBearer: { type: 'http', scheme: 'bearer', description: 'The operator’s ADMIN_TOKEN' },
+} as const;
+
+export { BusinessError, PermissionError, PipelineError, WorkedFalseError };
+
+let cached: { json: string; doc: Json } | undefined;
+
+/** The document (built once per process). */
+export function openApiDocument(): Json {
+  cached ??= (() => {
+    const { doc } = build();
+    return { doc, json: JSON.stringify(doc) };
+  })();
+  return cached.doc;
+}
+
+/** The document serialized, as /openapi.json serves it. */
+export function openApiJson(): string {
+  openApiDocument();
+  return cached!.json;
+}

@@ -1,0 +1,334 @@
+import { createHash } from 'node:crypto';
+import type { AppContext } from '../context.js';
+import type { Sql } from '../db/db.js';
+import { emitEvent } from '../events/outbox.js';
+import { addField, newFieldMap } from '../http/errors.js';
+import { canonicalize, JsonDecimal } from '../lib/canonicalJson.js';
+import { isoZ } from '../lib/clock.js';
+import { newTransactionId } from '../lib/ids.js';
+import { centsToBaseUnits, MAX_AMOUNT_CENTS } from '../lib/money.js';
+import { lockAccounts, post } from '../ledger/ledger.js';
+import { coverShortBlocks } from '../med/blocks.js';
+import * as merchants from '../merchants/repository.js';
+import { DESCRIPTION_MAX, resolveKey } from '../pix/cashOutCommand.js';
+import { EXTERNAL_ID, EXTERNAL_ID_MESSAGE } from '../pix/externalId.js';
+import { PIX_KEY_TYPES, type PixKeyType } from '../pix/keys.js';
+import { limitProblem, limitWindows } from '../pix/limits.js';
+import * as pixRepo from '../pix/repository.js';
+import type { OwnedTransaction } from '../pix/repository.js';
+import { insertTransaction, TX_STATUS } from '../transactions/repository.js';
+import { tefBadRequest, tefError } from './errors.js';
+
+/**
+ * TEF: a transfer between two accounts of this institution (docs/tef.md), an extension of the
+ * spec. Synchronous: one database transaction locks both accounts' books (id order), checks the
+ * destination, the source's limits (the cash-out windows) and safe balance, and writes the balanced
+ * ledger transaction, a statement row of type `internal` on each side and `tef.transfer.sent` /
+ * `tef.transfer.received`. A transfer that passes validation but cannot settle (destination
+ * inactive, safe balance short) is recorded as failed on the source with `tef.transfer.failed`.
+ */
+
+export const TEF_PREFIX = 'TEF';
+
+/** A TEF request, validated and normalized. */
+export interface TefCommand {
+  amountCents: number;
+  /** Exactly one of the two: an account of the caller's merchant, or a PIX key of this institution. */
+  toAccountId: number | null;
+  pixKey: { key: string; keyType: PixKeyType } | null;
+  description: string | null;
+  externalId: string | null;
+  fingerprint: string;
+}
+
+const FIELDS = new Set(['amount', 'account_id', 'pix_key', 'pix_key_type', 'description', 'external_id']);
+
+/** Validates the body of POST /tef/transfers (unknown fields refused; the cash-out's rules for amount, key, description and external_id). */
+export function parseTef(body: unknown): TefCommand {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw tefBadRequest({ body: ['must be a JSON object'] });
+  const b = body as Record<string, unknown>;
+  const fields = newFieldMap();
+  const add = (field: string, message: string) => addField(fields, field, message);
+  for (const key of Object.keys(b)) if (!FIELDS.has(key)) add(key, 'is not a permitted field');
+  const present = (k: string) => Object.hasOwn(b, k) && b[k] !== undefined && b[k] !== null;
+  const str = (k: string): string | null => {
+    if (!present(k)) return null;
+    if (typeof b[k] !== 'string') {
+      add(k, 'must be a string');
+      return null;
+    }
+    return b[k] as string;
+  };
+  const pixKeyRaw = str('pix_key');
+  const keyTypeRaw = str('pix_key_type');
+  const description = str('description');
+  const externalRaw = str('external_id');
+  let toAccountId: number | null = null;
+  if (present('account_id')) {
+    if (typeof b.account_id !== 'number' || !Number.isSafeInteger(b.account_id) || b.account_id <= 0) add('account_id', 'must be a positive integer');
+    else toAccountId = b.account_id;
+  }
+  if (!present('account_id') && !present('pix_key')) add('account_id', 'or pix_key is required');
+  if (present('account_id') && present('pix_key')) add('pix_key', 'must not be sent together with account_id');
+  if (!present('amount')) add('amount', 'is required');
+  if (keyTypeRaw !== null && !(PIX_KEY_TYPES as readonly string[]).includes(keyTypeRaw)) add('pix_key_type', `must be one of: ${PIX_KEY_TYPES.join(', ')}`);
+  if (description !== null && [...description].length > DESCRIPTION_MAX) add('description', `is too long (maximum is ${DESCRIPTION_MAX} characters)`);
+  let externalId: string | null = null;
+  if (externalRaw !== null) {
+    externalId = externalRaw.trim();
+    if (!EXTERNAL_ID.test(externalId)) add('external_id', EXTERNAL_ID_MESSAGE);
+  }
+  if (Object.keys(fields).length > 0) throw tefBadRequest(fields);
+  const a = b.amount;
+  if (typeof a !== 'number' || !Number.isSafeInteger(a) || a <= 0 || a > MAX_AMOUNT_CENTS) {
+    throw tefError('invalid_amount', { detail: `amount must be an integer number of cents from 1 to ${MAX_AMOUNT_CENTS}, got ${a instanceof JsonDecimal ? a.text : JSON.stringify(a)}` });
+  }
+  const pixKey = pixKeyRaw === null ? null : resolveKey(pixKeyRaw, keyTypeRaw as PixKeyType | null);
+  const what = { amount: a, account_id: toAccountId, key: pixKey?.key ?? null, description };
+  const fingerprint = createHash('sha256').update(canonicalize(JSON.stringify(what)), 'utf8').digest('hex');
+  return { amountCents: a, toAccountId, pixKey, description, externalId, fingerprint };
+}
+
+export interface TefResponse {
+  worked: boolean;
+  final: true;
+  transaction_id: string;
+  external_id: string | null;
+  amount: number;
+  fee_amount: number;
+  net_amount: number;
+  status: 'settled' | 'failed';
+  from_account_id: number;
+  /** Null when the destination belongs to another merchant (named by its key). */
+  to_account_id: number | null;
+  recipient: { name: string; document: string; pix_key: string | null };
+  description: string | null;
+  created_at: string;
+  completed_at: string | null;
+  detail: string;
+}
+
+export interface TefSource {
+  merchantId: number;
+  accountId: number;
+}
+
+export type RecordTefAnswer = (tx: Sql, statusCode: number, body: TefResponse) => Promise<void>;
+
+interface Destination {
+  accountId: number;
+  pixKey: string | null;
+  sameMerchant: boolean;
+}
+
+/** The destination account of a command, or the TEF error that forbids it. */
+async function resolveDestination(ctx: AppContext, source: TefSource, cmd: TefCommand): Promise<Destination> {
+  if (cmd.toAccountId !== null) {
+    const account = await merchants.findAccount(ctx.db, cmd.toAccountId);
+    // Other merchants' account ids are not disclosed: they are reached by their PIX keys.
+    if (!account || account.merchant_id !== source.merchantId) {
+      throw tefError('destination_not_found', { detail: `Account ${cmd.toAccountId} is not an account of yours; pay another merchant by one of its PIX keys` });
+    }
+    if (account.id === source.accountId) throw tefError('same_account', { detail: 'Source and destination are the same account' });
+    return { accountId: account.id, pixKey: null, sameMerchant: true };
+  }
+  const key = cmd.pixKey!.key;
+  const entry = await ctx.rail.directory.lookupKey(key);
+  if (!entry || entry.accountId === null) {
+    throw tefError('destination_not_found', {
+      detail: entry ? `PIX key ${key} belongs to another institution; send a PIX with POST /pix/cash-out` : `PIX key ${key} is not registered in the directory`,
+    });
+  }
+  if (entry.accountId === source.accountId) throw tefError('same_account', { detail: `PIX key ${key} belongs to the source account` });
+  const account = await merchants.findAccount(ctx.db, entry.accountId);
+  if (!account) throw tefError('destination_not_found', { detail: `PIX key ${key} has no account` });
+  return { accountId: account.id, pixKey: key, sameMerchant: account.merchant_id === source.merchantId };
+}
+
+function answerOf(row: OwnedTransaction): TefResponse {
+  const meta = row.metadata as { to_account_id?: number | null; failure_code?: string; failure_detail?: string; from_account_id?: number };
+  const settled = row.status === TX_STATUS.completed;
+  return {
+    worked: settled,
+    final: true,
+    transaction_id: row.transaction_id,
+    external_id: row.external_id,
+    amount: row.amount,
+    fee_amount: row.fee_amount,
+    net_amount: row.amount + row.fee_amount,
+    status: settled ? 'settled' : 'failed',
+    from_account_id: row.account_id,
+    to_account_id: meta.to_account_id ?? null,
+    recipient: { name: row.counterparty_name, document: row.recipient_document ?? '', pix_key: row.recipient_key },
+    description: row.description || null,
+    created_at: isoZ(row.created_at)!,
+    completed_at: isoZ(row.completed_at),
+    detail: settled ? 'Transfer settled' : (meta.failure_detail ?? 'Transfer failed'),
+  };
+}
+
+/** The HTTP answer of a recorded transfer: 200 settled, or the 422 failure with the record. */
+function respond(row: OwnedTransaction): { statusCode: number; body: TefResponse } {
+  const body = answerOf(row);
+  if (body.status === 'settled') return { statusCode: 200, body };
+  const code = (row.metadata as { failure_code?: 'destination_inactive' | 'insufficient_balance' }).failure_code ?? 'insufficient_balance';
+  throw tefError(code, { detail: body.detail, extra: { final: true, status: 'failed', transaction_id: body.transaction_id, external_id: body.external_id, amount: body.amount } });
+}
+
+function repeat(existing: OwnedTransaction, cmd: TefCommand) {
+  if (existing.kind !== 'tef_out' || existing.request_fingerprint !== cmd.fingerprint) {
+    throw tefError('external_id_conflict', { detail: `external_id ${cmd.externalId} belongs to ${existing.transaction_id}, sent with a different payload` });
+  }
+  return respond(existing);
+}
+
+/**
+ * Executes a TEF from `source`. Returns the 200 answer of a settled transfer; throws the TEF error
+ * (a recorded failure included). A repeat with the same external_id answers the original.
+ */
+export async function transfer(ctx: AppContext, source: TefSource, cmd: TefCommand, record: RecordTefAnswer): Promise<{ statusCode: number; body: TefResponse }> {
+  let destination: Destination;
+  try {
+    destination = await resolveDestination(ctx, source, cmd);
+  } catch (err) {
+    const existing = cmd.externalId === null ? undefined : await pixRepo.findByExternalId(ctx.db, source.accountId, cmd.externalId);
+    if (existing) return repeat(existing, cmd);
+    throw err;
+  }
+  const result = await ctx.db.transaction(async (tx) => {
+    const balances = await lockAccounts(tx, [source.accountId, destination.accountId]);
+    if (cmd.externalId !== null) {
+      const existing = await pixRepo.findByExternalId(tx, source.accountId, cmd.externalId);
+      if (existing) return { existing };
+    }
+    const from = await pixRepo.accountWithHolder(tx, source.accountId);
+    const to = await pixRepo.accountWithHolder(tx, destination.accountId);
+    const [toMerchant] = await tx.query<{ status: string }>('SELECT status FROM merchants WHERE id = $1', [to.merchant_id]);
+    const now = ctx.clock.now();
+    const amount = centsToBaseUnits(cmd.amountCents);
+
+    // Limits: a TEF counts in the source's cash-out windows (the same per-operation, nighttime
+    // and daily limits); a refusal here records nothing and the count rolls back.
+    const windows = limitWindows(now);
+    const totals = await pixRepo.addUsage(tx, from.id, windows, amount);
+    const used = new Map([...totals].map(([kind, total]) => [kind, total - amount]));
+    const problem = limitProblem(
+      amount,
+      { maxAmountCents: from.cash_out_max_amount_cents, dailyLimitCents: from.cash_out_daily_limit_cents, nighttimeLimitCents: from.cash_out_nighttime_limit_cents },
+      windows,
+      used,
+    );
+    if (problem) throw tefError(problem.code, { detail: problem.detail });
+
+    const safe = balances.get(from.id)!.safe;
+    const failure =
+      to.status !== 'active' || toMerchant?.status !== 'active'
+        ? { code: 'destination_inactive', detail: 'The destination account is not active; nothing was debited' }
+        : safe < amount
+          ? { code: 'insufficient_balance', detail: `Available balance ${safe} is below the amount ${amount} (base units); nothing was debited` }
+          : null;
+    const transactionId = newTransactionId(TEF_PREFIX, now);
+    const common = {
+      type: 'internal' as const,
+      amount,
+      fee_amount: 0,
+      description: cmd.description ?? '',
+      created_at: now,
+    };
+    const source_row = await insertTransaction(tx, {
+      ...common,
+      transaction_id: transactionId,
+      account_id: from.id,
+      kind: 'tef_out',
+      direction: 'outbound',
+      status: failure ? TX_STATUS.failed : TX_STATUS.completed,
+      payment_status: failure ? 'failed' : 'settled',
+      stage: 3,
+      external_id: cmd.externalId,
+      counterparty_name: to.holder_name,
+      recipient_key: destination.pixKey,
+      recipient_key_type: cmd.pixKey?.keyType ?? null,
+      recipient_document: to.holder_document,
+      recipient_ispb: ctx.config.institutionIspb,
+      request_fingerprint: cmd.fingerprint,
+      metadata: {
+        to_account_id: destination.sameMerchant ? to.id : null,
+        ...(failure ? { failure_code: failure.code, failure_detail: failure.detail } : {}),
+      },
+      completed_at: failure ? null : now,
+    });
+    const sourceOwned: OwnedTransaction = { ...source_row, merchant_id: from.merchant_id };
+    const body = {
+      transaction_id: transactionId,
+      external_id: cmd.externalId,
+      account_id: from.id,
+      direction: 'debit',
+      amount,
+      fee_amount: 0,
+      net_amount: amount,
+      receiver: { name: to.holder_name, document: to.holder_document, pix_key: destination.pixKey, account_id: destination.sameMerchant ? to.id : null },
+      description: cmd.description,
+      created_at: isoZ(now),
+    };
+    if (failure) {
+      // The window count is given back: a failed transfer moved nothing.
+      await pixRepo.addUsage(tx, from.id, windows, -amount);
+      await emitEvent(tx, { event: 'tef.transfer.failed', merchantId: from.merchant_id, accountId: from.id, subject: transactionId, payload: { ...body, reason_code: failure.code, reason: failure.detail, failed_at: isoZ(now) } });
+      return { failed: sourceOwned };
+    }
+
+    const destinationRow = await insertTransaction(tx, {
+      ...common,
+      transaction_id: newTransactionId(TEF_PREFIX, now),
+      account_id: to.id,
+      kind: 'tef_in',
+      direction: 'inbound',
+      status: TX_STATUS.completed,
+      payment_status: 'settled',
+      stage: 3,
+      counterparty_name: from.holder_name,
+      payer_document: from.holder_document,
+      payer_ispb: ctx.config.institutionIspb,
+      payer_bank_name: ctx.institutionName,
+      metadata: { tef_transaction_id: transactionId, from_account_id: destination.sameMerchant ? from.id : null },
+      completed_at: now,
+    });
+    await post(tx, {
+      kind: 'tef',
+      reference: transactionId,
+      postings: [
+        { book: { accountId: from.id, book: 'available' }, amount: -amount },
+        { book: { accountId: to.id, book: 'available' }, amount },
+      ],
+    });
+    // Every credit to an available book tops up the destination's short MED blocks.
+    await coverShortBlocks(tx, to.id, now);
+    await emitEvent(tx, { event: 'tef.transfer.sent', merchantId: from.merchant_id, accountId: from.id, subject: transactionId, payload: { ...body, completed_at: isoZ(now) } });
+    await emitEvent(tx, {
+      event: 'tef.transfer.received',
+      merchantId: to.merchant_id,
+      accountId: to.id,
+      subject: destinationRow.transaction_id,
+      payload: {
+        transaction_id: destinationRow.transaction_id,
+        tef_transaction_id: transactionId,
+        account_id: to.id,
+        direction: 'credit',
+        amount,
+        fee_amount: 0,
+        net_amount: amount,
+        payer: { name: from.holder_name, document: from.holder_document, account_id: destination.sameMerchant ? from.id : null },
+        description: cmd.description,
+        created_at: isoZ(now),
+        completed_at: isoZ(now),
+      },
+    });
+    const answer = respond(sourceOwned);
+    await record(tx, answer.statusCode, answer.body);
+    return { answer };
+  });
+  if ('existing' in result) return repeat(result.existing!, cmd);
+  if ('failed' in result) return respond(result.failed!);
+  return result.answer;
+}
+
