@@ -1,4 +1,4 @@
-import { isMalformedUrl, MALFORMED_URL_MESSAGE } from '../http/errorHandler.js';
+import { malformedUrlMessage } from '../http/errorHandler.js';
 import { useJsonBodyParser } from '../http/jsonBody.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.js';
@@ -30,7 +30,8 @@ export function boletoRoutes(ctx: AppContext) {
   return async function plugin(app: FastifyInstance) {
     app.setErrorHandler(boletoErrorHandler);
     app.setNotFoundHandler((request) => {
-      if (isMalformedUrl(request)) throw new BoletoError('VALIDATION_ERROR', MALFORMED_URL_MESSAGE);
+      const malformed = malformedUrlMessage(request);
+      if (malformed !== null) throw new BoletoError('VALIDATION_ERROR', malformed);
       throw notFound(`Route ${request.method} ${request.url.split('?')[0]}`);
     });
     // An action POST may come with `Content-Type: application/json` and no body at all.

@@ -27,7 +27,12 @@ export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 export const CLAIM_LEASE_MS = 60_000;
 /** How long a concurrent duplicate waits for the first request before answering 409. */
 export const WAIT_FOR_FIRST_MS = 15_000;
-const POLL_MS = 25;
+/**
+ * A waiting duplicate looks again after 25 ms, then 50, 100, … at most every 500 ms; a request of
+ * this process that finishes wakes its waiters at once.
+ */
+const POLL_FIRST_MS = 25;
+const POLL_MAX_MS = 500;
 
 export interface IdempotencyScope {
   merchantId: number;
@@ -76,6 +81,8 @@ export class IdempotencyClaim {
     readonly token: string,
     /** The record an earlier holder of this key created (bound with `bind`): resume it, create none. */
     readonly resumes: string | null = null,
+    /** Wakes the requests of this process waiting on the key once it is settled. */
+    readonly settled: () => void = () => {},
   ) {}
 
   /**
@@ -104,6 +111,7 @@ export class IdempotencyClaim {
     if (rows.length === 0) throw new IdempotencyLostError('the idempotency claim was lost');
     afterCommit(tx, () => {
       this.recorded = { statusCode, body };
+      this.settled();
     });
   }
 }
@@ -121,6 +129,10 @@ export interface IdempotencyBinding {
   record(tx: Sql, statusCode: number, payload: unknown): Promise<void>;
 }
 
+function scopeId(scope: IdempotencyScope): string {
+  return JSON.stringify([scope.merchantId, scope.method, scope.path, scope.key]);
+}
+
 export function requestHash(canonicalBody: string): string {
   return createHash('sha256').update(canonicalBody, 'utf8').digest('hex');
 }
@@ -136,14 +148,44 @@ export class IdempotencyStore {
     this.leaseMs = options.leaseMs ?? CLAIM_LEASE_MS;
   }
 
+  /** Requests of this process waiting on a key held by another request, by scope. */
+  private readonly waiters = new Map<string, Set<() => void>>();
+
   async claim(scope: IdempotencyScope, hash: string): Promise<ClaimResult> {
     const deadline = Date.now() + WAIT_FOR_FIRST_MS;
+    let pause = POLL_FIRST_MS;
     for (;;) {
       const result = await this.tryClaim(scope, hash);
       if (result !== 'wait') return result;
-      if (Date.now() >= deadline) return { kind: 'busy' };
-      await new Promise((r) => setTimeout(r, POLL_MS));
+      const left = deadline - Date.now();
+      if (left <= 0) return { kind: 'busy' };
+      await this.sleepUnlessWoken(scopeId(scope), Math.min(pause, left));
+      pause = Math.min(pause * 2, POLL_MAX_MS);
     }
+  }
+
+  private sleepUnlessWoken(id: string, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const set = this.waiters.get(id) ?? new Set();
+      this.waiters.set(id, set);
+      const done = () => {
+        clearTimeout(timer);
+        set.delete(done);
+        if (set.size === 0 && this.waiters.get(id) === set) this.waiters.delete(id);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      set.add(done);
+    });
+  }
+
+  private wake(id: string): void {
+    for (const done of [...(this.waiters.get(id) ?? [])]) done();
+  }
+
+  private newClaim(scope: IdempotencyScope, id: number, token: string, resumes: string | null = null): IdempotencyClaim {
+    const key = scopeId(scope);
+    return new IdempotencyClaim(id, token, resumes, () => this.wake(key));
   }
 
   private async tryClaim(scope: IdempotencyScope, hash: string): Promise<ClaimResult | 'wait'> {
@@ -156,7 +198,7 @@ export class IdempotencyStore {
        ON CONFLICT (merchant_id, method, path, key) DO NOTHING RETURNING id`,
       [scope.merchantId, scope.method, scope.path, scope.key, hash, token, lease, new Date(now.getTime() + IDEMPOTENCY_WINDOW_MS)],
     );
-    if (inserted[0]) return { kind: 'claimed', claim: new IdempotencyClaim(inserted[0].id, token) };
+    if (inserted[0]) return { kind: 'claimed', claim: this.newClaim(scope, inserted[0].id, token) };
 
     const [row] = await this.db.query<Row>(
       `SELECT id, request_hash, status, owner_token, locked_until, response_status, response_body, resource_id, expires_at
@@ -177,7 +219,7 @@ export class IdempotencyStore {
           WHERE id = $1 AND status = 'in_progress' AND locked_until <= $4 RETURNING id`,
         [row.id, token, lease, now],
       );
-      if (taken[0]) return { kind: 'claimed', claim: new IdempotencyClaim(row.id, token, row.resource_id) };
+      if (taken[0]) return { kind: 'claimed', claim: this.newClaim(scope, row.id, token, row.resource_id) };
     }
     return 'wait';
   }
@@ -189,6 +231,7 @@ export class IdempotencyStore {
         WHERE id = $1 AND owner_token = $2 AND status = 'in_progress'`,
       [claim.id, claim.token, answer.statusCode, answer.body],
     );
+    claim.settled();
   }
 
   /**
@@ -200,11 +243,13 @@ export class IdempotencyStore {
       `DELETE FROM idempotency_keys WHERE id = $1 AND owner_token = $2 AND status = 'in_progress' AND resource_id IS NULL RETURNING id`,
       [claim.id, claim.token],
     );
-    if (deleted.length > 0) return;
-    await this.db.query(
-      `UPDATE idempotency_keys SET locked_until = $3 WHERE id = $1 AND owner_token = $2 AND status = 'in_progress'`,
-      [claim.id, claim.token, this.clock.now()],
-    );
+    if (deleted.length === 0) {
+      await this.db.query(
+        `UPDATE idempotency_keys SET locked_until = $3 WHERE id = $1 AND owner_token = $2 AND status = 'in_progress'`,
+        [claim.id, claim.token, this.clock.now()],
+      );
+    }
+    claim.settled();
   }
 
   /** Deletes records past their 24-hour window; returns how many. */

@@ -4,12 +4,6 @@
  */
 export const BASE_UNITS_PER_CENT = 100;
 
-/** The per-operation business maximum of every amount in every API, in cents (R$ 1 billion). */
-export const MAX_AMOUNT_CENTS = 100_000_000_000;
-
-/** The largest balance an account may hold, in base units (below 2^53). */
-export const MAX_BALANCE_BASE_UNITS = 9_000_000_000_000_000;
-
 export function centsToBaseUnits(cents: number): number {
   if (!Number.isSafeInteger(cents)) throw new RangeError(`cents must be a safe integer, got ${cents}`);
   const base = cents * BASE_UNITS_PER_CENT;
@@ -23,6 +17,19 @@ export function safeSum(values: readonly number[]): number {
   for (const v of values) total = addMoney(total, v);
   return total;
 }
+
+/**
+ * The per-operation business maximum of every amount in every API: R$ 1 billion, in cents. The
+ * edge refuses more; the database CHECKs it on every statement record (x 100 in base units).
+ */
+export const MAX_AMOUNT_CENTS = 100_000_000_000;
+
+/**
+ * The largest balance a merchant book may hold, in base units (R$ 900 billion). Below 2^53, so
+ * every balance, and the sum of an account's three books, stays an exact JavaScript number. The
+ * database CHECKs it on every merchant book; a credit past it is refused (422 amount_too_large).
+ */
+export const MAX_BALANCE_BASE_UNITS = 9_000_000_000_000_000;
 
 /** Raised when an amount or a sum leaves the bounds above. */
 export class AmountTooLargeError extends RangeError {

@@ -292,6 +292,7 @@ export async function transfer(ctx: AppContext, source: TefSource, cmd: TefComma
       metadata: { tef_transaction_id: transactionId, from_account_id: destination.sameMerchant ? from.id : null },
       completed_at: now,
     });
+    // The ledger's credit primitive tops up the destination's short MED blocks (src/ledger).
     await post(tx, {
       kind: 'tef',
       reference: transactionId,
