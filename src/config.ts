@@ -64,13 +64,13 @@ export interface DbLimits {
 }
 
 export interface RetentionConfig {
-  /** Idempotency records are kept this long past their 24-hour window (RETENTION_IDEMPOTENCY_HOURS). */
+  /** Completed idempotency records are kept this long after their 24-hour window ends (RETENTION_IDEMPOTENCY_HOURS). */
   idempotencyHours: number;
   /** Applied rail-notification ids (RETENTION_RAIL_INBOX_DAYS). */
   railInboxDays: number;
   /** Dispatched outbox events whose deliveries are all final, with those deliveries and attempts (RETENTION_EVENT_DAYS). */
   eventDays: number;
-  /** Simulator rows of final payments (RETENTION_SIM_DAYS). */
+  /** Simulator payments, counted from their final outcome (RETENTION_SIM_DAYS). */
   simDays: number;
   /** How often the retention worker runs (RETENTION_INTERVAL_MS). */
   intervalMs: number;
@@ -244,10 +244,10 @@ export function parseConfig(env: Env = process.env): Config {
     idleInTransactionTimeoutMs: readInt(env, 'DB_IDLE_IN_TRANSACTION_TIMEOUT_MS', 60_000, 100, 3_600_000),
   };
   const retention: RetentionConfig = {
-    idempotencyHours: readInt(env, 'RETENTION_IDEMPOTENCY_HOURS', 24, 0, 8760),
+    idempotencyHours: readInt(env, 'RETENTION_IDEMPOTENCY_HOURS', 0, 0, 8760),
     railInboxDays: readInt(env, 'RETENTION_RAIL_INBOX_DAYS', 7, 1, 3650),
     eventDays: readInt(env, 'RETENTION_EVENT_DAYS', 30, 2, 3650),
-    simDays: readInt(env, 'RETENTION_SIM_DAYS', 7, 1, 3650),
+    simDays: readInt(env, 'RETENTION_SIM_DAYS', 100, 1, 3650),
     intervalMs: readInt(env, 'RETENTION_INTERVAL_MS', 60_000, 100, 86_400_000),
     batchSize: readInt(env, 'RETENTION_BATCH_SIZE', 1000, 1, 100_000),
   };

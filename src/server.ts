@@ -5,7 +5,9 @@ import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import type { AppContext } from './context.js';
 import type { Database } from './db/db.js';
+import { limitConcurrency } from './db/limit.js';
 import { migrate } from './db/migrate.js';
+import { retentionWorker } from './retention/retention.js';
 import { openDatabase } from './db/open.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { loggerOptions } from './logger.js';
@@ -115,17 +117,20 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     idempotency: new IdempotencyStore(db, clock, { leaseMs: config.idempotencyLeaseMs }),
     metrics,
   };
-  ctx.workers.push(periodicWorker('idempotency-purge', 60_000, log, () => ctx.idempotency.purgeExpired()));
-  ctx.workers.push(...chargeWorkers(ctx));
+  // Background work runs on a view of the database limited to DATABASE_BACKGROUND_POOL_MAX
+  // connections at once, so it can never take the whole pool from requests (src/db/limit.ts).
+  const background: AppContext = { ...ctx, db: limitConcurrency(db, config.db.backgroundPoolMax) };
+  ctx.workers.push(retentionWorker(background));
+  ctx.workers.push(...chargeWorkers(background));
   // The rail delivers its outcomes to the PIX domain; its own loops (the simulator's engine) and
   // the PIX recovery worker run with the other background workers.
-  ctx.rail.onNotification(railNotificationHandler(ctx));
-  ctx.workers.push(...ctx.rail.workers(), ...pixWorkers(ctx));
+  ctx.rail.onNotification(railNotificationHandler(background));
+  ctx.workers.push(...ctx.rail.workers(), ...pixWorkers(background));
   log.info(
     { sim_seed: config.simSeed, sim_seed_source: config.simSeedGenerated ? 'random' : 'SIM_SEED', settlement_ms: config.simSettlementMs, protection_ms: config.simProtectionMs },
     `rail simulator ready (SIM_SEED=${config.simSeed})`,
   );
-  ctx.workers.push(...webhookWorkers(ctx));
+  ctx.workers.push(...webhookWorkers(background));
 
   const print = options.print ?? ((text: string) => process.stdout.write(text));
   let demo: DemoCredentials | null = null;

@@ -296,6 +296,7 @@ export async function transfer(ctx: AppContext, source: TefSource, cmd: TefComma
     await post(tx, {
       kind: 'tef',
       reference: transactionId,
+      // The ledger's credit primitive tops up the destination's short MED blocks.
       now,
       postings: [
         { book: { accountId: from.id, book: 'available' }, amount: -amount },
