@@ -188,21 +188,12 @@ export function withDeadline<R extends Rail>(rail: R, timeoutMs: number): R {
   const sendPayment = (order: PaymentOrder) => within('sendPayment', timeoutMs, rail.sendPayment(order));
   const sendReturn = (order: ReturnOrder) => within('sendReturn', timeoutMs, rail.sendReturn(order));
   const bounded: Record<PropertyKey, unknown> = { directory, sendPayment, sendReturn };
-  // Assigning one of these on the rail replaces what callers get (as on a plain object; tests
-  // inject faults this way), without touching the adapter underneath.
-  const assigned = new Map<PropertyKey, unknown>();
+  // No set trap: a method assigned on the rail (tests inject faults this way) lands on the adapter
+  // itself, where the bounded wrappers above call it; deleting it restores the adapter's own.
   return new Proxy(rail, {
     get(target, prop, receiver) {
-      if (assigned.has(prop)) return assigned.get(prop);
       if (Object.hasOwn(bounded, prop)) return bounded[prop];
       return Reflect.get(target, prop, receiver);
-    },
-    set(target, prop, value, receiver) {
-      if (Object.hasOwn(bounded, prop)) {
-        assigned.set(prop, value);
-        return true;
-      }
-      return Reflect.set(target, prop, value, receiver);
     },
   });
 }
