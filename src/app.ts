@@ -10,6 +10,7 @@ import { useJsonBodyParser } from './http/jsonBody.js';
 import { genRequestId } from './http/requestId.js';
 import { metricsRoutes } from './metrics/routes.js';
 import { openApiRoutes } from './openapi/routes.js';
+import { portalRoutes } from './portal/routes.js';
 
 /** Largest request body accepted anywhere (JSON payloads of this API are small). */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -67,5 +68,6 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   await app.register(externalRoutes(ctx, options.externalPlugins), { prefix: '/api/external' });
   await app.register(boletoRoutes(ctx), { prefix: '/api/v1/central' });
   await app.register(sandboxRoutes(ctx), { prefix: '/api/sandbox' });
+  await app.register(portalRoutes(ctx));
   return app;
 }

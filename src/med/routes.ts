@@ -36,18 +36,23 @@ const defenseBody = z.strictObject({
 
 type IdParams = { Params: { id: string } };
 
+/** The defense of a POST /med/:id/defense body (400 with a field map when invalid). */
+export function parseDefense(raw: unknown) {
+  const body = parseOrThrow(defenseBody, raw);
+  return { text: body.text, attachments: body.attachments ?? [] };
+}
+
 /** GET /med, GET /med/:id (payment:read) and POST /med/:id/defense (payment:write, signed). */
 export async function medRoutes(app: FastifyInstance, ctx: AppContext) {
   const read = { config: { permission: 'payment:read' as const } };
   app.get('/med', read, async (req) => listInfractions(ctx, principal(req).accountId, req.query));
   app.get<IdParams>('/med/:id', read, async (req) => getInfraction(ctx, principal(req).accountId, req.params.id));
   app.post<IdParams>('/med/:id/defense', { config: { permission: 'payment:write' } }, async (req, reply) => {
-    const body = parseOrThrow(defenseBody, req.body);
     const answer = await submitDefense(
       ctx,
       principal(req).accountId,
       req.params.id,
-      { text: body.text, attachments: body.attachments ?? [] },
+      parseDefense(req.body),
       (tx, statusCode, payload) => recordAnswer(req, tx, statusCode, payload),
     );
     return reply.code(201).send(answer);
