@@ -5,11 +5,12 @@ import type { AppContext } from './context.js';
 import { externalRoutes, type ExternalPlugin } from './external/routes.js';
 import { healthRoutes } from './health.js';
 import { sandboxRoutes } from './sandbox/routes.js';
-import { errorHandler, notFoundHandler, rewriteMalformedUrl } from './http/errorHandler.js';
+import { clientErrorHandler, errorHandler, frameworkErrors, MAX_PATH_SEGMENT_LENGTH, notFoundHandler, rewriteMalformedUrl } from './http/errorHandler.js';
 import { useJsonBodyParser } from './http/jsonBody.js';
 import { genRequestId } from './http/requestId.js';
 import { metricsRoutes } from './metrics/routes.js';
 import { openApiRoutes } from './openapi/routes.js';
+import { portalRoutes } from './portal/routes.js';
 
 /** Largest request body accepted anywhere (JSON payloads of this API are small). */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -42,6 +43,9 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     bodyLimit: BODY_LIMIT_BYTES,
     return503OnClosing: true,
     rewriteUrl: rewriteMalformedUrl,
+    frameworkErrors,
+    clientErrorHandler,
+    routerOptions: { maxParamLength: MAX_PATH_SEGMENT_LENGTH },
     ...(ctx.config.tls ? { https: { cert: ctx.config.tls.cert, key: ctx.config.tls.key, minVersion: 'TLSv1.2' as const } } : {}),
   }) as unknown as FastifyInstance;
 
@@ -64,5 +68,6 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   await app.register(externalRoutes(ctx, options.externalPlugins), { prefix: '/api/external' });
   await app.register(boletoRoutes(ctx), { prefix: '/api/v1/central' });
   await app.register(sandboxRoutes(ctx), { prefix: '/api/sandbox' });
+  await app.register(portalRoutes(ctx));
   return app;
 }

@@ -44,6 +44,38 @@ export interface Config {
   metricsPort: number | undefined;
   metricsHost: string;
   logLevel: string;
+  /** Connection pools and per-connection limits of PostgreSQL (docs/decisions.md, "Bounds"). */
+  db: DbLimits;
+  /** Age-based purges of the retention worker. */
+  retention: RetentionConfig;
+}
+
+export interface DbLimits {
+  /** Connections per process (DATABASE_POOL_MAX): requests get `poolMax - backgroundPoolMax`. */
+  poolMax: number;
+  /** Connections background workers may hold at once (DATABASE_BACKGROUND_POOL_MAX). */
+  backgroundPoolMax: number;
+  /** PostgreSQL statement_timeout of every connection (DB_STATEMENT_TIMEOUT_MS). */
+  statementTimeoutMs: number;
+  /** lock_timeout (DB_LOCK_TIMEOUT_MS). */
+  lockTimeoutMs: number;
+  /** idle_in_transaction_session_timeout (DB_IDLE_IN_TRANSACTION_TIMEOUT_MS). */
+  idleInTransactionTimeoutMs: number;
+}
+
+export interface RetentionConfig {
+  /** Completed idempotency records are kept this long after their 24-hour window ends (RETENTION_IDEMPOTENCY_HOURS). */
+  idempotencyHours: number;
+  /** Applied rail-notification ids (RETENTION_RAIL_INBOX_DAYS). */
+  railInboxDays: number;
+  /** Dispatched outbox events whose deliveries are all final, with those deliveries and attempts (RETENTION_EVENT_DAYS). */
+  eventDays: number;
+  /** Simulator payments, counted from their final outcome (RETENTION_SIM_DAYS). */
+  simDays: number;
+  /** How often the retention worker runs (RETENTION_INTERVAL_MS). */
+  intervalMs: number;
+  /** Rows per delete statement; each run loops until a table has nothing older left (RETENTION_BATCH_SIZE). */
+  batchSize: number;
 }
 
 /** A configuration error: start-up stops with its message as one line. */
@@ -138,6 +170,9 @@ export function parseConfig(env: Env = process.env): Config {
   if (appEnv === 'production') {
     if (databaseUrl === undefined) throw new ConfigError('APP_ENV=production requires DATABASE_URL');
     if (adminToken === undefined) throw new ConfigError('APP_ENV=production requires ADMIN_TOKEN');
+    // v2 nonces (and rate-limit windows) must be shared by every instance behind a balancer:
+    // process memory would let two instances each accept one nonce.
+    if (redisUrl === undefined) throw new ConfigError('APP_ENV=production requires REDIS_URL (shared replay protection)');
   }
   if (adminToken === undefined) {
     if (appEnv !== 'local') throw new ConfigError(`APP_ENV=${appEnv} requires ADMIN_TOKEN`);
@@ -198,6 +233,25 @@ export function parseConfig(env: Env = process.env): Config {
     throw new ConfigError(`LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent; got "${logLevel}"`);
   }
 
+  const poolMax = readInt(env, 'DATABASE_POOL_MAX', 20, 2, 1000);
+  const backgroundPoolMax = readInt(env, 'DATABASE_BACKGROUND_POOL_MAX', Math.max(1, Math.min(5, Math.floor(poolMax / 4))), 1, 999);
+  if (backgroundPoolMax >= poolMax) throw new ConfigError('DATABASE_BACKGROUND_POOL_MAX must be below DATABASE_POOL_MAX');
+  const db: DbLimits = {
+    poolMax,
+    backgroundPoolMax,
+    statementTimeoutMs: readInt(env, 'DB_STATEMENT_TIMEOUT_MS', 30_000, 100, 3_600_000),
+    lockTimeoutMs: readInt(env, 'DB_LOCK_TIMEOUT_MS', 10_000, 100, 3_600_000),
+    idleInTransactionTimeoutMs: readInt(env, 'DB_IDLE_IN_TRANSACTION_TIMEOUT_MS', 60_000, 100, 3_600_000),
+  };
+  const retention: RetentionConfig = {
+    idempotencyHours: readInt(env, 'RETENTION_IDEMPOTENCY_HOURS', 0, 0, 8760),
+    railInboxDays: readInt(env, 'RETENTION_RAIL_INBOX_DAYS', 7, 1, 3650),
+    eventDays: readInt(env, 'RETENTION_EVENT_DAYS', 30, 2, 3650),
+    simDays: readInt(env, 'RETENTION_SIM_DAYS', 100, 1, 3650),
+    intervalMs: readInt(env, 'RETENTION_INTERVAL_MS', 60_000, 100, 86_400_000),
+    batchSize: readInt(env, 'RETENTION_BATCH_SIZE', 1000, 1, 100_000),
+  };
+
   return {
     port,
     host,
@@ -224,5 +278,7 @@ export function parseConfig(env: Env = process.env): Config {
     metricsPort,
     metricsHost: nonEmpty(env, 'METRICS_HOST') ?? '127.0.0.1',
     logLevel,
+    db,
+    retention,
   };
 }

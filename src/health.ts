@@ -41,15 +41,18 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 export function healthRoutes(ctx: AppContext) {
   return async function plugin(app: FastifyInstance) {
     mount(app, healthApi.healthz, async () => ({ status: 'ok' }));
-    mount(app, healthApi.readyz, async (_req, reply) => {
+    mount(app, healthApi.readyz, async (req, reply) => {
       const checks: Record<string, string> = {};
       let ready = true;
+      // A probe answers 'unavailable', never the driver's error text (it can name hosts, users,
+      // schemas); the cause goes to the log.
       try {
         await withTimeout(ctx.db.ping(), PROBE_TIMEOUT_MS);
         checks.database = 'ok';
       } catch (err) {
         ready = false;
-        checks.database = `error: ${(err as Error).message}`;
+        checks.database = 'unavailable';
+        req.log.warn({ err: (err as Error).message }, 'readiness: database unavailable');
       }
       if (ctx.redis) {
         try {
@@ -57,7 +60,8 @@ export function healthRoutes(ctx: AppContext) {
           checks.redis = 'ok';
         } catch (err) {
           ready = false;
-          checks.redis = `error: ${(err as Error).message}`;
+          checks.redis = 'unavailable';
+          req.log.warn({ err: (err as Error).message }, 'readiness: redis unavailable');
         }
       } else {
         checks.redis = 'not configured';

@@ -3,7 +3,7 @@ import pino from 'pino';
 import { ConfigError, parseConfig, type Config } from './config.js';
 import { migrate } from './db/migrate.js';
 import { openDatabase } from './db/open.js';
-import { loggerOptions } from './logger.js';
+import { loggerOptions, prettyDestination } from './logger.js';
 import { SHUTDOWN_TIMEOUT_MS, startServer } from './server.js';
 import { clusterCollector, startMetricsListener } from './metrics/listener.js';
 
@@ -23,7 +23,8 @@ async function main() {
     }
     throw err;
   }
-  const log = pino(loggerOptions(config.logLevel));
+  // Local mode on a terminal: readable lines; otherwise (pipes, files, production) JSON lines.
+  const log = config.appEnv === 'local' && process.stdout.isTTY ? pino(loggerOptions(config.logLevel), prettyDestination()) : pino(loggerOptions(config.logLevel));
 
   if (config.webConcurrency > 1 && cluster.isPrimary) {
     const db = await openDatabase(config);

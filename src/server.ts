@@ -5,7 +5,9 @@ import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import type { AppContext } from './context.js';
 import type { Database } from './db/db.js';
+import { limitConcurrency } from './db/limit.js';
 import { migrate } from './db/migrate.js';
+import { retentionWorker } from './retention/retention.js';
 import { openDatabase } from './db/open.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { loggerOptions } from './logger.js';
@@ -18,6 +20,7 @@ import { periodicWorker } from './lib/periodic.js';
 import { chargeWorkers } from './pix/cashin/charges.js';
 import { MemoryFixedWindow, RedisFixedWindow } from './ratelimit/fixedWindow.js';
 import { seedDemo, type DemoCredentials } from './seed.js';
+import { keepsLocalCredentials, localCredentialsPath, readLocalCredentials, storedDemo, writeLocalCredentials } from './localCredentials.js';
 import { railNotificationHandler } from './pix/railEvents.js';
 import { pixWorkers } from './pix/recovery.js';
 import { webhookWorkers } from './webhooks/workers.js';
@@ -60,6 +63,11 @@ export interface RunningServer {
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   const log = options.log ?? pino(loggerOptions(config.logLevel));
   const db = options.db ?? (await openDatabase(config));
+  // Local mode on the embedded database: a generated admin token survives restarts (data folder).
+  const keepLocal = keepsLocalCredentials(config, options.db !== undefined);
+  const stored = keepLocal ? readLocalCredentials(config.dataDir) : undefined;
+  const tokenKept = keepLocal && config.adminTokenGenerated && typeof stored?.admin_token === 'string' && stored.admin_token.length >= 16;
+  if (tokenKept) config = { ...config, adminToken: stored!.admin_token! };
   const ownsDatabase = options.ownsDatabase ?? options.db === undefined;
   let redis = options.redis;
   const ownsRedis = redis === undefined && config.redisUrl !== undefined;
@@ -109,17 +117,20 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     idempotency: new IdempotencyStore(db, clock, { leaseMs: config.idempotencyLeaseMs }),
     metrics,
   };
-  ctx.workers.push(periodicWorker('idempotency-purge', 60_000, log, () => ctx.idempotency.purgeExpired()));
-  ctx.workers.push(...chargeWorkers(ctx));
+  // Background work runs on a view of the database limited to DATABASE_BACKGROUND_POOL_MAX
+  // connections at once, so it can never take the whole pool from requests (src/db/limit.ts).
+  const background: AppContext = { ...ctx, db: limitConcurrency(db, config.db.backgroundPoolMax) };
+  ctx.workers.push(retentionWorker(background));
+  ctx.workers.push(...chargeWorkers(background));
   // The rail delivers its outcomes to the PIX domain; its own loops (the simulator's engine) and
   // the PIX recovery worker run with the other background workers.
-  ctx.rail.onNotification(railNotificationHandler(ctx));
-  ctx.workers.push(...ctx.rail.workers(), ...pixWorkers(ctx));
+  ctx.rail.onNotification(railNotificationHandler(background));
+  ctx.workers.push(...ctx.rail.workers(), ...pixWorkers(background));
   log.info(
     { sim_seed: config.simSeed, sim_seed_source: config.simSeedGenerated ? 'random' : 'SIM_SEED', settlement_ms: config.simSettlementMs, protection_ms: config.simProtectionMs },
     `rail simulator ready (SIM_SEED=${config.simSeed})`,
   );
-  ctx.workers.push(...webhookWorkers(ctx));
+  ctx.workers.push(...webhookWorkers(background));
 
   const print = options.print ?? ((text: string) => process.stdout.write(text));
   let demo: DemoCredentials | null = null;
@@ -136,14 +147,38 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const url = `${scheme}://${hostForUrl}:${port}`;
   log.info({ url, app_env: config.appEnv, database: db.dialect, redis: redis ? 'on' : 'off' }, `pixgate listening on ${url}`);
 
+  const credentialsFile = localCredentialsPath(config.dataDir);
+  if (keepLocal) {
+    try {
+      writeLocalCredentials(config.dataDir, {
+        url,
+        ...(config.adminTokenGenerated ? { admin_token: config.adminToken } : {}),
+        ...(demo ? { demo: storedDemo(demo) } : stored?.demo ? { demo: stored.demo } : {}),
+      });
+    } catch (err) {
+      log.warn({ err: (err as Error).message, file: credentialsFile }, 'local credentials could not be kept');
+    }
+  }
   if (config.adminTokenGenerated) {
-    print(`\nADMIN_TOKEN (generated for this run; set ADMIN_TOKEN to fix it): ${config.adminToken}\n`);
+    const origin = tokenKept ? `kept from an earlier start in ${credentialsFile}` : keepLocal ? `generated, kept in ${credentialsFile}` : 'generated for this run';
+    print(`\nADMIN_TOKEN (${origin}; set ADMIN_TOKEN to choose one): ${config.adminToken}\n`);
+  }
+  if (!demo && keepLocal && stored?.demo) {
+    const d = stored.demo;
+    print(
+      [
+        '',
+        `Demo merchant (from ${credentialsFile}; \`npm run pixgate -- local-credentials\` shows it again):`,
+        `  merchant_id ${d.merchant_id}, account_id ${d.account_id}, client_id ${d.client_id}, client_secret ${d.client_secret}`,
+        '',
+      ].join('\n') + '\n',
+    );
   }
   if (demo) {
     print(
       [
         '',
-        'Demo merchant seeded (shown once):',
+        keepLocal ? `Demo merchant seeded (kept in ${credentialsFile}):` : 'Demo merchant seeded (shown once):',
         `  merchant_id    ${demo.merchantId}`,
         `  account_id     ${demo.accountId}`,
         `  client_id      ${demo.clientId}`,

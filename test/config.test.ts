@@ -67,6 +67,16 @@ describe('config', () => {
     expect(c.trustedProxies.map((r) => `${r.family}/${r.prefix}`)).toEqual(['4/32', '4/16', '6/128']);
   });
 
+  it('production with DATABASE_URL, ADMIN_TOKEN and REDIS_URL starts; bounds and retention have defaults', () => {
+    const c = parseConfig({ APP_ENV: 'production', DATABASE_URL: 'postgres://h/db', ADMIN_TOKEN: 'a-long-enough-admin-token', REDIS_URL: 'redis://h:6379' });
+    expect(c.appEnv).toBe('production');
+    expect(c.db).toEqual({ poolMax: 20, backgroundPoolMax: 5, statementTimeoutMs: 30_000, lockTimeoutMs: 10_000, idleInTransactionTimeoutMs: 60_000 });
+    expect(c.retention).toEqual({ idempotencyHours: 0, railInboxDays: 7, eventDays: 30, simDays: 100, intervalMs: 60_000, batchSize: 1000 });
+    const custom = parseConfig({ DATABASE_POOL_MAX: '8', DATABASE_BACKGROUND_POOL_MAX: '2', DB_STATEMENT_TIMEOUT_MS: '5000', DB_LOCK_TIMEOUT_MS: '1000', DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: '2000', RETENTION_EVENT_DAYS: '90' });
+    expect(custom.db).toEqual({ poolMax: 8, backgroundPoolMax: 2, statementTimeoutMs: 5000, lockTimeoutMs: 1000, idleInTransactionTimeoutMs: 2000 });
+    expect(custom.retention.eventDays).toBe(90);
+  });
+
   it.each([
     [{ PORT: 'abc' }, 'PORT must be a whole number, got "abc"'],
     [{ PORT: '70000' }, 'PORT must be between 0 and 65535, got 70000'],
@@ -74,6 +84,11 @@ describe('config', () => {
     [{ APP_ENV: 'production', ADMIN_TOKEN: 'a-long-enough-admin-token' }, 'APP_ENV=production requires DATABASE_URL'],
     [{ APP_ENV: 'production', DATABASE_URL: 'postgres://h/db' }, 'APP_ENV=production requires ADMIN_TOKEN'],
     [{ APP_ENV: 'homologation' }, 'APP_ENV=homologation requires ADMIN_TOKEN'],
+    [{ APP_ENV: 'production', DATABASE_URL: 'postgres://h/db', ADMIN_TOKEN: 'a-long-enough-admin-token' }, 'APP_ENV=production requires REDIS_URL'],
+    [{ DB_STATEMENT_TIMEOUT_MS: '10' }, 'DB_STATEMENT_TIMEOUT_MS must be between 100 and 3600000, got 10'],
+    [{ DATABASE_POOL_MAX: '1' }, 'DATABASE_POOL_MAX must be between 2 and 1000, got 1'],
+    [{ DATABASE_POOL_MAX: '4', DATABASE_BACKGROUND_POOL_MAX: '4' }, 'DATABASE_BACKGROUND_POOL_MAX must be below DATABASE_POOL_MAX'],
+    [{ RETENTION_IDEMPOTENCY_HOURS: 'x' }, 'RETENTION_IDEMPOTENCY_HOURS must be a whole number, got "x"'],
     [{ WEB_CONCURRENCY: '2' }, 'WEB_CONCURRENCY above 1 requires DATABASE_URL and REDIS_URL'],
     [{ WEB_CONCURRENCY: '2', DATABASE_URL: 'postgres://h/db' }, 'WEB_CONCURRENCY above 1 requires DATABASE_URL and REDIS_URL'],
     [{ WEB_CONCURRENCY: '0' }, 'WEB_CONCURRENCY must be between 1 and 64, got 0'],

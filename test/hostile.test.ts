@@ -155,6 +155,22 @@ describe.each(BACKENDS)('hostile input on %s', (backend) => {
     expect(adminAnon.status).toBe(401);
     expect(adminAnon.body.errors).toBeDefined();
 
+    // Found by the fuzzer: U+0000 in a path, a query or a body string (PostgreSQL text cannot hold
+    // it) was a 500; a path segment over 1000 characters the framework's own 414 body.
+    for (const path of ['/api/external/transactions/%00', '/api/external/statement?status=%00', `/api/external/transactions/${'a'.repeat(1500)}`]) {
+      const res = await raw(s, 'GET', path, undefined, { authorization: m.client.authHeader() });
+      expect(res.status, path).toBe(400);
+      expect(res.body).toEqual({ errors: { bad_request: expect.any(String) } });
+    }
+    const nulBody = await m.client.post('/pix/cash-out', `{"amount":1,"pix_key":"${key}","description":"a\\u0000b"}`);
+    expect(nulBody.status).toBe(400);
+    expect(nulBody.body).toEqual({ errors: { bad_request: 'Request body strings must not contain the character U+0000' } });
+    const nulAdmin = await adminRaw(s, 'POST', '/merchants', `{"name":"a\\u0000","document":"${validCnpj()}"}`);
+    expect(nulAdmin.status).toBe(400);
+    const longCentral = await central.call('GET', `/boletos/${'9'.repeat(1500)}`);
+    expect(longCentral.status).toBe(400);
+    expect(longCentral.headers.get('x-ratelimit-limit')).not.toBeNull();
+
     // Body too large on the central API: its shape and its rate-limit headers.
     const big = await central.call('POST', '/boletos', `{"boleto":"${'x'.repeat(1024 * 1024 + 10)}"}`);
     expect(big.status).toBe(413);

@@ -30,8 +30,8 @@ describe('the pixgate process (embedded database)', () => {
     const dataDir = tempDir();
     const first = await startPixgate({ DATA_DIR: dataDir });
     const out = first.output();
-    expect(out).toMatch(/ADMIN_TOKEN \(generated for this run; set ADMIN_TOKEN to fix it\): adm_/);
-    expect(out).toContain('Demo merchant seeded (shown once):');
+    expect(out).toMatch(/ADMIN_TOKEN \(generated, kept in \S+local-credentials\.json; set ADMIN_TOKEN to choose one\): adm_/);
+    expect(out).toMatch(/Demo merchant seeded \(kept in \S+local-credentials\.json\):/);
     const clientId = out.match(/client_id\s+(cli_\w+)/)![1]!;
     const secret = out.match(/client_secret\s+(sk_[\w-]+)/)![1]!;
     // The secret is printed once, for the operator, but never written to the structured log lines.
@@ -89,6 +89,7 @@ describe('the pixgate process (embedded database)', () => {
     [{ PORT: 'abc' }, 'pixgate: configuration error: PORT must be a whole number, got "abc"'],
     [{ WEB_CONCURRENCY: '2' }, 'pixgate: configuration error: WEB_CONCURRENCY above 1 requires DATABASE_URL and REDIS_URL'],
     [{ APP_ENV: 'production', ADMIN_TOKEN }, 'pixgate: configuration error: APP_ENV=production requires DATABASE_URL'],
+    [{ APP_ENV: 'production', ADMIN_TOKEN, DATABASE_URL: 'postgres://127.0.0.1:1/none' }, 'pixgate: configuration error: APP_ENV=production requires REDIS_URL (shared replay protection)'],
   ])('stops at start with one clear line for %j', async (env, line) => {
     const p = spawnPixgate({ DATA_DIR: tempDir(), ...env });
     const { code } = await p.exited;

@@ -3,7 +3,6 @@
  * receiver's records. Each finding is an anomaly with a check name and a detail; a clean run has none.
  * What each check means is in docs/chaos.md ("What it audits").
  */
-import pg from 'pg';
 import type { Receipt } from './receiver.js';
 import type { Op } from './workload.js';
 
@@ -23,20 +22,22 @@ function stable(v: unknown): string {
 }
 
 export interface AuditInput {
-  db: pg.Client;
+  /** Runs one SQL statement on the run's database and returns its rows. */
+  query: (text: string, params?: unknown[]) => Promise<any[]>;
   ops: Op[];
   receipts: Receipt[];
   /** Times of faults after which a webhook result may not have been recorded (kills, PostgreSQL stops). */
   faultTimes: number[];
-  /** webhook id → merchant id of the receiver's webhooks. */
+  /** Ids of the receiver's webhooks (one per merchant). */
   webhookIds: string[];
+  /** Events the receiver's webhooks subscribe to (every event that fires); others (internal events) are not delivered. */
+  subscribed?: string[];
 }
 
 export async function audit(input: AuditInput): Promise<{ anomalies: Anomaly[]; figures: Record<string, number> }> {
-  const { db } = input;
   const anomalies: Anomaly[] = [];
   const add = (check: string, detail: string) => anomalies.push({ check, detail });
-  const q = async <T = any>(text: string, params: unknown[] = []): Promise<T[]> => (await db.query(text, params)).rows as T[];
+  const q = async <T = any>(text: string, params: unknown[] = []): Promise<T[]> => (await input.query(text, params)) as T[];
   const figures: Record<string, number> = {};
 
   // 1. The ledger sums to zero, overall and per ledger transaction.
@@ -75,7 +76,7 @@ export async function audit(input: AuditInput): Promise<{ anomalies: Anomaly[]; 
   let checkedAcks = 0;
   for (const op of input.ops) {
     const mine = byMarker.get(op.id) ?? [];
-    const ownKinds = op.kind === 'cash_out' ? ['cash_out'] : op.kind === 'refund' ? ['refund'] : op.kind === 'charge' ? ['charge'] : op.kind === 'inbound' ? ['pix_in'] : [];
+    const ownKinds = op.kind === 'cash_out' ? ['cash_out'] : op.kind === 'tef' ? ['tef_out'] : op.kind === 'deposit' ? ['deposit'] : op.kind === 'refund' ? ['refund'] : op.kind === 'charge' ? ['charge'] : op.kind === 'inbound' ? ['pix_in'] : [];
     const made = mine.filter((r) => ownKinds.includes(r.kind));
     if (made.length > 1) {
       add('duplicate_order', `${op.id} (${op.kind}, key ${op.idempotencyKey ?? '-'}, external_id ${op.externalId ?? '-'}, ${op.sends} sends) made ${made.length} records: ${made.map((r) => `${r.transaction_id} ${r.payment_status ?? r.status}`).join(', ')}`);
@@ -90,7 +91,7 @@ export async function audit(input: AuditInput): Promise<{ anomalies: Anomaly[]; 
     }
     if (made.length === 1 && made[0]!.transaction_id !== tid) add('acknowledged_mismatch', `${op.id} answered ${tid} but its record is ${made[0]!.transaction_id}`);
     if (made.length === 0 && op.kind !== 'inbound') add('acknowledged_mismatch', `${op.id} answered ${tid} but no record carries its description`);
-    if (op.kind === 'cash_out' || op.kind === 'refund' || op.kind === 'charge' || op.kind === 'inbound') {
+    if (op.kind === 'cash_out' || op.kind === 'tef' || op.kind === 'deposit' || op.kind === 'refund' || op.kind === 'charge' || op.kind === 'inbound') {
       const cents = Number(op.body.amount);
       if (Number(row.amount) !== cents * 100) add('acknowledged_mismatch', `${op.id}: sent ${cents} cents, record ${tid} has ${row.amount} base units`);
     }
@@ -114,22 +115,32 @@ export async function audit(input: AuditInput): Promise<{ anomalies: Anomaly[]; 
   for (const [k, ids] of keys) if (ids.length > 1) add('client_log', `key ${k} was used by ${ids.join(', ')} (harness bug)`);
 
   // 4. Money of each record: its ledger transactions' net effect on the account's books matches its state.
+  // Net effect of each ledger reference on each account's books, and on all accounts together.
   const net = new Map<string, bigint>();
-  for (const r of await q<{ reference: string; s: string }>(
-    `SELECT lt.reference, sum(e.amount)::text AS s FROM ledger_transactions lt JOIN ledger_entries e ON e.ledger_transaction_id = lt.id
-       JOIN ledger_accounts la ON la.id = e.ledger_account_id WHERE la.account_id IS NOT NULL AND lt.reference IS NOT NULL GROUP BY lt.reference`,
+  const netAll = new Map<string, bigint>();
+  for (const r of await q<{ reference: string; account_id: string; s: string }>(
+    `SELECT lt.reference, la.account_id::text, sum(e.amount)::text AS s FROM ledger_transactions lt JOIN ledger_entries e ON e.ledger_transaction_id = lt.id
+       JOIN ledger_accounts la ON la.id = e.ledger_account_id WHERE la.account_id IS NOT NULL AND lt.reference IS NOT NULL GROUP BY 1, 2`,
   )) {
-    net.set(r.reference, BigInt(r.s));
+    net.set(`${r.reference}|${r.account_id}`, BigInt(r.s));
+    netAll.set(r.reference, (netAll.get(r.reference) ?? 0n) + BigInt(r.s));
   }
   for (const r of rows) {
-    const got = net.get(r.transaction_id) ?? 0n;
+    const got = net.get(`${r.transaction_id}|${r.account_id}`) ?? 0n;
     const amount = BigInt(r.amount);
     const fee = BigInt(r.fee_amount);
     let want: bigint | undefined;
     if (r.kind === 'cash_out') want = r.payment_status === 'settled' ? -(amount + fee) : r.payment_status === 'rejected' || r.payment_status === 'failed' ? 0n : undefined;
     else if (r.kind === 'refund' || r.kind === 'med_refund') want = r.status === 1 ? -amount : r.status === 4 ? 0n : undefined;
     else if (r.kind === 'pix_in') want = amount - fee;
+    else if (r.kind === 'deposit') want = amount;
     else if (r.kind === 'charge') want = r.status === 1 ? amount - fee : 0n;
+    else if (r.kind === 'tef_out') {
+      // One ledger transaction moves the amount from the source to the destination: 0 in total.
+      want = r.status === 1 ? -amount : 0n;
+      const all = netAll.get(r.transaction_id) ?? 0n;
+      if (all !== 0n) add('money_mismatch', `tef ${r.transaction_id}: its ledger transaction moves ${all} across merchant books (expected 0)`);
+    }
     if (want === undefined) {
       if (['cash_out', 'refund', 'med_refund'].includes(r.kind)) add('not_final_after_drain', `${r.kind} ${r.transaction_id} is ${r.payment_status ?? r.status} at stage ${r.stage}`);
       continue;
@@ -153,6 +164,8 @@ export async function audit(input: AuditInput): Promise<{ anomalies: Anomaly[]; 
     const [lo, hi] = Array.isArray(want) ? want : [want, want];
     if (n < lo || n > hi) add('event_vs_state', `${subject} (${why}): ${n} × ${event}, expected ${lo === hi ? lo : `${lo}..${hi}`}`);
   };
+  // Deposits write an (internal) event where the server has one: then every deposit has exactly one.
+  const depositEvents = events.some((e) => e.event === 'account.deposit.completed');
   const known = new Set<string>();
   for (const r of rows) {
     known.add(r.transaction_id);
@@ -174,6 +187,13 @@ export async function audit(input: AuditInput): Promise<{ anomalies: Anomaly[]; 
         expect(s, 'pix.payout.confirmed', 0, why);
       }
       expect(s, 'pix.payout.queued', [0, 1], why);
+    } else if (r.kind === 'tef_out') {
+      expect(s, 'tef.transfer.sent', r.status === 1 ? 1 : 0, `tef status ${r.status}`);
+      expect(s, 'tef.transfer.failed', r.status === 1 ? 0 : 1, `tef status ${r.status}`);
+    } else if (r.kind === 'deposit') {
+      expect(s, 'account.deposit.completed', depositEvents ? 1 : 0, 'deposit');
+    } else if (r.kind === 'tef_in') {
+      expect(s, 'tef.transfer.received', 1, 'tef_in');
     } else if (r.kind === 'refund') {
       expect(s, 'pix.refund.completed', r.status === 1 ? 1 : 0, `refund status ${r.status}`);
       expect(s, 'pix.refund.failed', r.status === 4 ? 1 : 0, `refund status ${r.status}`);
@@ -216,7 +236,9 @@ export async function audit(input: AuditInput): Promise<{ anomalies: Anomaly[]; 
   const deliveryById = new Map(deliveries.map((d) => [d.id, d]));
   const deliveriesByOutbox = new Map<string, number>();
   for (const d of deliveries) if (input.webhookIds.includes(d.webhook_id)) deliveriesByOutbox.set(d.outbox_id, (deliveriesByOutbox.get(d.outbox_id) ?? 0) + 1);
+  const delivered = (event: string) => !input.subscribed || input.subscribed.includes(event);
   for (const e of events) {
+    if (!delivered(e.event)) continue;
     const n = deliveriesByOutbox.get(e.id) ?? 0;
     if (n !== 1) add('event_not_fanned_out', `outbox ${e.id} ${e.event} ${e.subject}: ${n} deliveries to the receiver's webhook`);
   }

@@ -67,12 +67,12 @@ export class Operator {
     public baseUrl: string,
     readonly token: string,
   ) {}
-  call(prefix: 'admin' | 'sandbox', method: string, path: string, body: unknown, timeoutMs: number): Promise<Answer> {
+  call(prefix: 'admin' | 'sandbox', method: string, path: string, body: unknown, timeoutMs: number, headers: Record<string, string> = {}): Promise<Answer> {
     return send(
       `${this.baseUrl}/api/${prefix}${path}`,
       {
         method,
-        headers: { authorization: `Bearer ${this.token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+        headers: { authorization: `Bearer ${this.token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
       },
       timeoutMs,

@@ -114,14 +114,17 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
     const catalog = await (async () => {
       const merchants: Merchant[] = [];
       const webhookIds: string[] = [];
+      const evpKeys: string[] = [];
+      let subscribed: string[] = [];
       for (let i = 0; i < o.merchants; i++) {
         const m = await operator.must('admin', 'POST', '/merchants', { name: `Chaos ${i}`, document: validCnpj() });
         await operator.must('admin', 'POST', `/accounts/${m.account_id}/deposits`, { amount: 1_000_000_000 });
         await operator.must('admin', 'PATCH', `/accounts/${m.account_id}`, { cash_out_fee_cents: i % 2 ? 7 : 0, cash_in_fee_cents: i % 2 ? 0 : 5, cash_out_daily_limit_cents: 10_000_000_000, cash_out_nighttime_limit_cents: 10_000_000_000 });
-        await operator.must('admin', 'POST', '/pix-keys', { account_id: m.account_id, type: 'evp' });
+        evpKeys.push((await operator.must('admin', 'POST', '/pix-keys', { account_id: m.account_id, type: 'evp' })).key);
         const k = await operator.must('admin', 'POST', '/api-keys', { merchant_id: m.merchant_id, account_id: m.account_id, permissions: ['pix:write', 'pix:read', 'transfer:write', 'transfer:read', 'payment:write', 'payment:read', 'account:write', 'account:read', 'statement:read'], ip_whitelist: ['127.0.0.1', '::1'] });
         const merchant = new Merchant(server!.url, m.merchant_id, m.account_id, k.client_id, k.client_secret);
         const events = ((await merchant.get('/webhooks/events', 10_000)).body as { event: string; firing: string }[]).filter((e) => e.firing === 'active').map((e) => e.event);
+        subscribed = events;
         const secret = `whsec_chaos_${randomBytes(16).toString('hex')}`;
         receiver.secrets.set(String(m.merchant_id), secret);
         const w = await merchant.post('/webhooks', { url: receiver.url(String(m.merchant_id)), events, secret, allow_insecure: true }, { sign: 'v1', timeoutMs: 10_000 });
@@ -129,13 +132,18 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
         webhookIds.push(w.body.id);
         merchants.push(merchant);
       }
-      return { merchants, webhookIds };
+      return { merchants, webhookIds, evpKeys, subscribed };
     })();
+    // Deposits join the mix only where a retried deposit is safe: the same Idempotency-Key twice must name one deposit.
+    const probe = () => operator.call('admin', 'POST', `/accounts/${catalog.merchants[0]!.accountId}/deposits`, { amount: 1, description: 'chaos-probe' }, 10_000, { 'idempotency-key': 'chaos-deposit-probe' });
+    const [p1, p2] = [await probe(), await probe()];
+    const idempotentDeposits = p1.status === 201 && (p2.status === 200 || p2.status === 201) && p1.body?.transaction_id === p2.body?.transaction_id;
+    log(idempotentDeposits ? 'operator deposits honour Idempotency-Key: deposits join the mix' : 'operator deposits ignore Idempotency-Key: no deposits during the faults (a retry would credit twice)');
     const stallProbe = await operator.call('sandbox', 'GET', '/rail/stall', undefined, 10_000);
     stallSupported = stallProbe.status === 200;
     log(stallSupported ? `rail stall switch present: ${stallProbe.text}` : `rail stall switch absent (GET /api/sandbox/rail/stall answered ${stallProbe.status}): the stall fault is skipped`);
 
-    workload = new Workload(catalog.merchants, operator, { seed: o.seed, workers: o.workers, clientTimeoutMs: o.clientTimeoutMs, keys });
+    workload = new Workload(catalog.merchants, operator, { seed: o.seed, workers: o.workers, clientTimeoutMs: o.clientTimeoutMs, keys, evpKeys: catalog.evpKeys, idempotentDeposits });
     workload.start();
 
     // Faults, one at a time, at seeded random moments, until every minimum is met and the time is up.
@@ -243,7 +251,7 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
     await server.kill('SIGTERM');
     log('auditing');
 
-    const result = await audit({ db, ops: workload.ops, receipts: receiver.receipts, faultTimes, webhookIds: catalog.webhookIds });
+    const result = await audit({ query: async (text, params) => (await db.query(text, params)).rows, ops: workload.ops, receipts: receiver.receipts, faultTimes, webhookIds: catalog.webhookIds, subscribed: catalog.subscribed });
     await db.end();
     anomalies.push(...result.anomalies);
     for (const n of workload.notes) anomalies.push({ check: n.what === 'client error' ? 'harness' : 'answer', detail: `${n.op}: ${n.what}: ${n.detail}` });
@@ -257,7 +265,7 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
 
     const operations: ChaosReport['operations'] = {};
     for (const op of workload.ops) {
-      const k = `${op.kind}${op.kind === 'cash_out' || op.kind === 'refund' || op.kind === 'charge' ? ` (${op.sign}${op.idempotencyKey ? ', key' : ''}${op.externalId ? ', external_id' : ''})` : ''}`;
+      const k = `${op.kind}${op.kind === 'cash_out' || op.kind === 'tef' || op.kind === 'refund' || op.kind === 'charge' ? ` (${op.sign}${op.idempotencyKey ? ', key' : ''}${op.externalId ? ', external_id' : ''})` : ''}`;
       const e = (operations[k] ??= { sent: 0, acknowledged: 0, refused: 0, unresolved: 0 });
       e.sent++;
       if (op.acked) e.acknowledged++;

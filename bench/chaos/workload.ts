@@ -8,7 +8,7 @@
 import type { Answer, Merchant, Operator } from './client.js';
 import { sleep } from './infra.js';
 
-export type OpKind = 'cash_out' | 'refund' | 'charge' | 'charge_pay' | 'inbound' | 'med_open' | 'med_resolve';
+export type OpKind = 'cash_out' | 'tef' | 'deposit' | 'refund' | 'charge' | 'charge_pay' | 'inbound' | 'med_open' | 'med_resolve';
 
 export interface Op {
   id: string;
@@ -56,6 +56,10 @@ export interface WorkloadOptions {
   workers: number;
   clientTimeoutMs: number;
   keys: { settle: string; reject: string; queued: string };
+  /** Each merchant's EVP key (this institution's keys: destinations of TEFs). */
+  evpKeys: string[];
+  /** The operator API honours Idempotency-Key on deposits (detected at set-up): deposits join the mix. */
+  idempotentDeposits: boolean;
 }
 
 export interface Figures {
@@ -107,10 +111,12 @@ export class Workload {
       const m = Math.floor(r() * this.merchants.length);
       const roll = r();
       try {
-        if (roll < 0.4) await this.cashOut(r, m);
+        if (roll < 0.35) await this.cashOut(r, m);
+        else if (roll < 0.43) await this.tef(r, m);
         else if (roll < 0.55) await this.inboundPix(r, m);
         else if (roll < 0.7) await this.refund(r, m, pick);
-        else if (roll < 0.85) await this.charge(r, m);
+        else if (roll < 0.82) await this.charge(r, m);
+        else if (roll < 0.85) await (this.o.idempotentDeposits ? this.deposit(r, m) : this.charge(r, m));
         else await this.med(r, m, pick);
       } catch (err) {
         this.notes.push({ op: '-', what: 'client error', detail: String((err as Error).stack ?? err) });
@@ -170,6 +176,41 @@ export class Workload {
       retryable: withKey || withExternal,
     });
     await this.execute(op, () => merchant.post(op.path, op.body, { sign, idempotencyKey: op.idempotencyKey, timeoutMs: this.o.clientTimeoutMs }));
+  }
+
+  /** A TEF to another merchant's EVP key: synchronous, final in its answer. */
+  private async tef(r: () => number, m: number): Promise<void> {
+    if (this.merchants.length < 2) return this.cashOut(r, m);
+    const merchant = this.merchants[m]!;
+    const to = (m + 1 + Math.floor(r() * (this.merchants.length - 1))) % this.merchants.length;
+    const sign: 'v1' | 'v2' = r() < 0.3 ? 'v2' : 'v1';
+    const withKey = sign === 'v2' || r() < 0.5;
+    const withExternal = r() < 0.5;
+    const n = this.next + 1;
+    const body: Record<string, unknown> = { amount: 100 + Math.floor(r() * 4900), pix_key: this.o.evpKeys[to], description: `chaos-${n}` };
+    if (withExternal) body.external_id = `ext-chaos-${n}`;
+    const op = this.newOp('tef', m, {
+      path: '/tef/transfers',
+      body,
+      sign,
+      ...(withKey ? { idempotencyKey: `key-chaos-${n}` } : {}),
+      ...(withExternal ? { externalId: `ext-chaos-${n}` } : {}),
+      retryable: withKey || withExternal,
+    });
+    await this.execute(op, () => merchant.post(op.path, op.body, { sign, idempotencyKey: op.idempotencyKey, timeoutMs: this.o.clientTimeoutMs }));
+  }
+
+  /** An operator deposit with an Idempotency-Key, retried like a merchant request. */
+  private async deposit(r: () => number, m: number): Promise<void> {
+    const merchant = this.merchants[m]!;
+    const n = this.next + 1;
+    const op = this.newOp('deposit', m, {
+      path: `/accounts/${merchant.accountId}/deposits`,
+      body: { amount: 1000 + Math.floor(r() * 100_000), description: `chaos-${n}` },
+      idempotencyKey: `key-chaos-${n}`,
+      retryable: true,
+    });
+    await this.execute(op, () => this.operator.call('admin', 'POST', op.path, op.body, this.o.clientTimeoutMs, { 'idempotency-key': op.idempotencyKey! }));
   }
 
   private async inboundPix(r: () => number, m: number): Promise<void> {
@@ -265,7 +306,7 @@ export class Workload {
    * or an external_id is sent once more, identically. The answer must name the same record.
    */
   async replayAcknowledged(): Promise<void> {
-    const todo = this.ops.filter((o) => o.acked && (o.kind === 'cash_out' || o.kind === 'refund' || o.kind === 'charge') && (o.idempotencyKey || o.externalId));
+    const todo = this.ops.filter((o) => o.acked && (o.kind === 'cash_out' || o.kind === 'tef' || o.kind === 'deposit' || o.kind === 'refund' || o.kind === 'charge') && (o.idempotencyKey || o.externalId));
     let i = 0;
     await Promise.all(
       Array.from({ length: this.o.workers }, async () => {
@@ -275,7 +316,10 @@ export class Workload {
           let a: Answer;
           let tries = 0;
           do {
-            a = await merchant.post(op.path, op.body, { sign: op.sign!, idempotencyKey: op.idempotencyKey, timeoutMs: 15_000 });
+            a =
+              op.kind === 'deposit'
+                ? await this.operator.call('admin', 'POST', op.path, op.body, 15_000, { 'idempotency-key': op.idempotencyKey! })
+                : await merchant.post(op.path, op.body, { sign: op.sign!, idempotencyKey: op.idempotencyKey, timeoutMs: 15_000 });
           } while (transient(a) && ++tries < 5 && (await sleep(1000), true));
           op.replay = { status: a.status, transactionId: a.body?.transaction_id, text: a.text.slice(0, 300) };
         }

@@ -48,7 +48,33 @@ const clientParams = { params: S.clientIdParam };
 const tag = 'Operator';
 const notFound = (what: string) => ({ 404: { description: `${what} not found` } });
 
+const AuditEntry = named(
+  'AuditEntry',
+  z.object({
+    id: int,
+    at: timestamp,
+    actor: z.string().describe('`admin-token:` + the first 12 hex digits of the token’s SHA-256'),
+    client_ip: z.string(),
+    method: z.string(),
+    route: z.string(),
+    target: z.record(z.string(), z.unknown()).describe('Ids the write named or created (never secrets)'),
+    request_id: z.string(),
+    status: int,
+  }),
+);
+
 export const adminApi = defineRoutes({
+  auditLog: {
+    method: 'GET',
+    path: '/audit-log',
+    operationId: 'adminAuditLog',
+    tag,
+    summary: 'The operator audit log: every authenticated write of the admin and sandbox APIs, newest first',
+    query: S.auditLogQuery,
+    responses: {
+      200: { description: 'One page; next_before is the cursor of the next', schema: z.object({ entries: z.array(AuditEntry), next_before: int.nullable() }) },
+    },
+  },
   createMerchant: {
     method: 'POST',
     path: '/merchants',
@@ -88,10 +114,23 @@ export const adminApi = defineRoutes({
     ...accountParams,
     body: S.deposit,
     bodyExample: { amount: 100000 },
+    requestHeaders: [
+      {
+        name: 'Idempotency-Key',
+        required: false,
+        description: 'Makes the deposit safe to retry: the same key with the same body answers the first deposit again (1 to 256 printable ASCII characters)',
+        schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,256}$' },
+      },
+    ],
     responses: {
-      201: { description: 'Credited (amount in base units)', schema: z.object({ transaction_id: z.string(), amount: baseUnits }) },
+      201: {
+        description: 'Credited (amount in base units); the replay of an earlier deposit with the same Idempotency-Key carries `idempotent-replayed: true`',
+        schema: z.object({ transaction_id: z.string(), amount: baseUnits }),
+        headers: { 'idempotent-replayed': '`true` when this answer replays an earlier deposit' },
+      },
       ...notFound('account'),
-      422: { description: 'The account is inactive or the balance would exceed its maximum' },
+      409: { description: 'The Idempotency-Key was already used for a different deposit on this account' },
+      422: { description: 'The account is inactive, or `amount_too_large`: the balance would exceed its maximum' },
     },
   },
   createApiKey: {

@@ -18,12 +18,21 @@ import * as S from './schemas.js';
 import { adminApi as api } from './admin.api.js';
 import { mount } from '../http/routeSpec.js';
 import { webhookAdminRoutes } from '../webhooks/admin.routes.js';
+import { auditOperatorWrites, auditView, listAuditRows, markOperator } from './auditLog.js';
 
 /** The operator API (contract section 3), under /api/admin, behind `Authorization: Bearer <ADMIN_TOKEN>`. */
 export function adminRoutes(ctx: AppContext) {
   return async function plugin(app: FastifyInstance) {
     app.addHook('onRequest', requireAdminToken(ctx));
+    auditOperatorWrites(app, ctx);
     app.setNotFoundHandler(notFoundHandler);
+
+    mount(app, api.auditLog, async (req) => {
+      const q = parseOrThrow(S.auditLogQuery, req.query);
+      const limit = q.limit ?? 50;
+      const rows = await listAuditRows(ctx.db, { before: q.before, limit });
+      return { entries: rows.map(auditView), next_before: rows.length === limit ? rows[rows.length - 1]!.id : null };
+    });
 
     mount(app, api.createMerchant, async (req, reply) => {
       const body = parseOrThrow(S.createMerchant, req.body);
@@ -53,11 +62,14 @@ export function adminRoutes(ctx: AppContext) {
     mount(app, api.deposit, async (req, reply) => {
       const { account_id } = parseOrThrow(S.accountIdParam, req.params);
       const body = parseOrThrow(S.deposit, req.body);
+      const idempotencyKey = S.depositIdempotencyKey(req.headers['idempotency-key']);
       const result = await merchants.deposit(ctx.db, ctx.clock, {
         accountId: account_id,
         amountCents: body.amount,
         ...(body.description !== undefined ? { description: body.description } : {}),
+        ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
       });
+      if (result.replayed) void reply.header('idempotent-replayed', 'true');
       return reply.code(201).send({ transaction_id: result.transactionId, amount: result.amount });
     });
 
@@ -129,7 +141,10 @@ export function requireAdminToken(ctx: AppContext) {
   return async function checkAdminToken(req: FastifyRequest) {
     const header = req.headers.authorization;
     const presented = typeof header === 'string' && header.startsWith('Bearer ') ? header.slice(7) : '';
-    if (presented !== '' && constantTimeEqual(presented, token)) return;
+    if (presented !== '' && constantTimeEqual(presented, token)) {
+      markOperator(req);
+      return;
+    }
     const ip = resolveClientIp(req.socket.remoteAddress ?? '', req.headers['x-forwarded-for'], ctx.config.trustedProxies);
     let hit: WindowHit | undefined;
     try {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { PERMISSIONS } from '../auth/permissions.js';
 import { isValidDocument } from '../lib/documents.js';
+import { badRequest } from '../http/errors.js';
 import { cents, isoTimestamp } from '../http/validation.js';
 import { PIX_KEY_TYPES } from '../pix/keys.js';
 
@@ -29,6 +30,15 @@ export const deposit = z.strictObject({
   amount: cents,
   description: z.string().max(140).optional(),
 });
+
+/** The optional Idempotency-Key of a deposit: 1 to 256 printable ASCII characters. */
+export function depositIdempotencyKey(header: string | string[] | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  if (typeof header !== 'string' || !/^[\x21-\x7e]{1,256}$/.test(header)) {
+    throw badRequest({ 'Idempotency-Key': ['must be 1 to 256 printable ASCII characters without spaces'] });
+  }
+  return header;
+}
 
 const permissions = z.array(z.enum(PERMISSIONS)).max(PERMISSIONS.length);
 // Entries are stored verbatim: the spec says malformed entries (spaces, leading zeros, wrong masks)
@@ -66,3 +76,8 @@ export const createCentralKey = z.strictObject({
 
 export const accountIdParam = z.strictObject({ account_id: z.string().regex(/^[1-9]\d{0,15}$/, 'must be a positive integer').transform(Number) });
 export const clientIdParam = z.strictObject({ client_id: z.string().regex(/^cli_[A-Za-z0-9]{1,64}$/, 'is not a client id') });
+
+export const auditLogQuery = z.strictObject({
+  before: z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
+  limit: z.coerce.number().int().min(1).max(200).optional(),
+});

@@ -1,4 +1,4 @@
-import { isMalformedUrl, MALFORMED_URL_MESSAGE } from '../http/errorHandler.js';
+import { malformedUrlMessage } from '../http/errorHandler.js';
 import { useJsonBodyParser } from '../http/jsonBody.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.js';
@@ -30,7 +30,8 @@ export function boletoRoutes(ctx: AppContext) {
   return async function plugin(app: FastifyInstance) {
     app.setErrorHandler(boletoErrorHandler);
     app.setNotFoundHandler((request) => {
-      if (isMalformedUrl(request)) throw new BoletoError('VALIDATION_ERROR', MALFORMED_URL_MESSAGE);
+      const malformed = malformedUrlMessage(request);
+      if (malformed !== null) throw new BoletoError('VALIDATION_ERROR', malformed);
       throw notFound(`Route ${request.method} ${request.url.split('?')[0]}`);
     });
     // An action POST may come with `Content-Type: application/json` and no body at all.
@@ -110,7 +111,9 @@ export function boletoRoutes(ctx: AppContext) {
       try {
         await ctx.db.ping();
       } catch (err) {
-        throw new BoletoError('SERVICE_UNAVAILABLE', 'The database does not answer', { database: (err as Error).message });
+        // Never the driver's error text in the answer (it can name hosts and users): the log has it.
+        request.log.warn({ err: (err as Error).message }, 'boleto health: database unavailable');
+        throw new BoletoError('SERVICE_UNAVAILABLE', 'The database does not answer', { database: 'unavailable' });
       }
       return send(reply, request, 200, { status: 'ok', app_env: ctx.config.appEnv, time: ctx.clock.now().toISOString() });
     });

@@ -1,7 +1,6 @@
 import type { AppContext } from '../context.js';
 import type { Sql } from '../db/db.js';
 import { INSTITUTION_BOOK, post, type BookRef } from '../ledger/ledger.js';
-import { coverShortBlocks } from '../med/blocks.js';
 import { newTransactionId, newUuid, TX_PREFIX } from '../lib/ids.js';
 import { centsToBaseUnits, safeSum } from '../lib/money.js';
 import { insertTransaction, TX_STATUS } from '../transactions/repository.js';
@@ -85,12 +84,12 @@ async function settleGroup(tx: Sql, caller: CentralCaller, boletos: repo.Unsettl
   const ledgerTransactionId = await post(tx, {
     kind: 'boleto_settlement',
     reference: id,
+    now,
     postings: [
       { book: INSTITUTION_BOOK.boletoClearing, amount: -amount },
       { book: destination, amount },
     ],
   });
-  if (accountId !== null) await coverShortBlocks(tx, accountId, now);
   const settlement = await repo.insertSettlement(tx, {
     id,
     central_key_id: caller.id,

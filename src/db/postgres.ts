@@ -8,6 +8,10 @@ export interface PostgresOptions {
   /** Sets `search_path` on every connection (tests give each test its own schema). */
   schema?: string;
   applicationName?: string;
+  /** Per-connection limits (PostgreSQL settings sent at connect); unset = the server's default. */
+  statementTimeoutMs?: number;
+  lockTimeoutMs?: number;
+  idleInTransactionTimeoutMs?: number;
 }
 
 const types = {
@@ -29,6 +33,12 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
     connectionTimeoutMillis: 10_000,
     idleTimeoutMillis: 30_000,
     ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+    // Every connection cancels a statement running past statement_timeout (57014), gives up a lock
+    // wait past lock_timeout (55P03) and is closed by the server when it sits idle inside a
+    // transaction past idle_in_transaction_session_timeout (25P03).
+    ...(options.statementTimeoutMs !== undefined ? { statement_timeout: options.statementTimeoutMs } : {}),
+    ...(options.lockTimeoutMs !== undefined ? { lock_timeout: options.lockTimeoutMs } : {}),
+    ...(options.idleInTransactionTimeoutMs !== undefined ? { idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs } : {}),
   });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});

@@ -37,7 +37,23 @@ export const EVENT_CATALOG: readonly CatalogEntry[] = [
 
 export type EventName = (typeof EVENT_CATALOG)[number]['event'];
 
+/**
+ * Events pixgate writes to the outbox that are not in the spec's catalog: recorded with the state
+ * change like every event (an audit trail of each movement), but never listed by
+ * GET /webhooks/events, never accepted in a subscription and so never delivered.
+ *   account.deposit.completed   an operator deposit credited an account (docs/admin-api.md)
+ */
+export const INTERNAL_EVENTS: readonly { event: string; status: string; description: string }[] = [
+  { event: 'account.deposit.completed', status: 'completed', description: 'Operator deposit credited to the account (internal; not subscribable)' },
+];
+
 const BY_NAME = new Map(EVENT_CATALOG.map((e) => [e.event, e]));
+const INTERNAL_BY_NAME = new Map(INTERNAL_EVENTS.map((e) => [e.event, e]));
+
+/** The `status` an outbox event carries by default: the catalog's, or an internal event's. */
+export function outboxStatus(event: string): string | undefined {
+  return BY_NAME.get(event)?.status ?? INTERNAL_BY_NAME.get(event)?.status;
+}
 
 export function catalogEntry(event: string): CatalogEntry | undefined {
   return BY_NAME.get(event);

@@ -1,5 +1,14 @@
 import type { Sql } from '../db/db.js';
 
+/**
+ * An event is shown once every transaction older than the one that wrote it has finished, or at
+ * the latest this many seconds after its transaction started: on a shared PostgreSQL cluster any
+ * long transaction (of any database) holds the snapshot horizon back, and the feed must not stall
+ * behind it. Event-writing transactions of pixgate last milliseconds.
+ */
+export const FEED_HORIZON_MAX_WAIT_SECONDS = 5;
+const FINAL = `(xact_id IS NULL OR xact_id < pg_snapshot_xmin(pg_current_snapshot()) OR created_at < now() - interval '${FEED_HORIZON_MAX_WAIT_SECONDS} seconds')`;
+
 /** One event as the feed shows it. */
 export interface FeedEvent {
   /** The cursor: strictly increasing in the order events are final. */
@@ -49,7 +58,7 @@ export async function readFeed(db: Sql, q: FeedQuery): Promise<FeedEvent[]> {
         AND id > $2
         AND ($3::bigint IS NULL OR account_id = $3)
         AND (cardinality($4::text[]) = 0 OR event = ANY($4::text[]))
-        AND (xact_id IS NULL OR xact_id < pg_snapshot_xmin(pg_current_snapshot()))
+        AND ${FINAL}
       ORDER BY id
       LIMIT $5`,
     [q.merchantId, q.after, q.accountId, q.types, q.limit],
@@ -72,7 +81,7 @@ export async function latestSequence(db: Sql, merchantId: number, accountId: num
   const [row] = await db.query<{ id: number | null }>(
     `SELECT max(id) AS id FROM outbox_events
       WHERE merchant_id = $1 AND ($2::bigint IS NULL OR account_id = $2)
-        AND (xact_id IS NULL OR xact_id < pg_snapshot_xmin(pg_current_snapshot()))`,
+        AND ${FINAL}`,
     [merchantId, accountId],
   );
   return row?.id == null ? 0 : Number(row.id);

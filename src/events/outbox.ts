@@ -1,5 +1,5 @@
 import type { Sql } from '../db/db.js';
-import { catalogEntry } from './catalog.js';
+import { outboxStatus } from './catalog.js';
 
 export interface OutboxEvent {
   event: string;
@@ -18,9 +18,9 @@ export interface OutboxEvent {
  * change, so the event exists if and only if the change committed.
  */
 export async function emitEvent(tx: Sql, e: OutboxEvent): Promise<string> {
-  const entry = catalogEntry(e.event);
-  if (!entry) throw new Error(`event ${e.event} is not in the catalog`);
-  const body = { event: e.event, ...e.payload, status: e.payload.status ?? entry.status };
+  const status = outboxStatus(e.event);
+  if (status === undefined) throw new Error(`event ${e.event} is not in the catalog`);
+  const body = { event: e.event, ...e.payload, status: e.payload.status ?? status };
   const [row] = await tx.query<{ event_id: string }>(
     `INSERT INTO outbox_events (event, merchant_id, account_id, subject, payload)
      VALUES ($1, $2, $3, $4, $5::jsonb) RETURNING event_id`,

@@ -1,15 +1,16 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { whitelistAllows } from '../auth/ipWhitelist.js';
 import { authenticate, type Authenticated } from '../auth/credentials.js';
-import { signatureMatches, signedPath, signV1, signV2, V2 } from '../auth/hmac.js';
+import { signatureMatches, signedPath, signV1, signV2, v2SigningString, V2 } from '../auth/hmac.js';
 import { NonceStoreUnavailableError, type NonceStore } from '../auth/nonceStore.js';
 import type { Permission } from '../auth/permissions.js';
 import type { AppContext } from '../context.js';
 import { resolveClientIp } from '../http/clientIp.js';
-import { HMAC_DETAIL, permissionError, pipelineError, SHAPE1, workedFalse } from '../http/errors.js';
-import { CanonicalJsonError, canonicalize, parseJson } from '../lib/canonicalJson.js';
+import { badRequest, HMAC_DETAIL, permissionError, pipelineError, SHAPE1, workedFalse } from '../http/errors.js';
+import { CanonicalJsonError, canonicalize, JsonContentError, parseJson } from '../lib/canonicalJson.js';
 import { camelCaseErrorBody, camelToSnake, convertKeys, snakeToCamel } from '../lib/keyCase.js';
 import type { FixedWindowCounter, WindowHit } from '../ratelimit/fixedWindow.js';
+import { invalidSignature, logSignatureRefusal } from './signatureDebug.js';
 import { requestHash, type IdempotencyBinding, type IdempotencyClaim, type IdempotencyStore } from './idempotency.js';
 
 /**
@@ -188,7 +189,7 @@ export const STAGES: readonly Stage[] = [
       }
 
       if (version === '1') {
-        if (!signatureMatches(signature, signV1(clientSecret, canonical))) throw workedFalse(401, HMAC_DETAIL.invalid);
+        if (!signatureMatches(signature, signV1(clientSecret, canonical))) throw invalidSignature(req, ctx, 'v1', canonical);
       } else {
         const timestamp = header(req, 'x-request-timestamp') ?? '';
         if (!/^\d{1,12}$/.test(timestamp)) throw workedFalse(400, 'X-Request-Timestamp must be Unix time in seconds');
@@ -205,15 +206,9 @@ export const STAGES: readonly Stage[] = [
         if (idempotencyKey.length < V2.idempotencyKeyMin || idempotencyKey.length > V2.idempotencyKeyMax) {
           throw workedFalse(400, 'Idempotency-Key is required with signature version 2 (8 to 256 characters)');
         }
-        const expected = signV2(clientSecret, {
-          timestamp,
-          nonce,
-          method: req.method,
-          path: signedPath(req.url),
-          idempotencyKey,
-          canonicalBody: canonical,
-        });
-        if (!signatureMatches(signature, expected)) throw workedFalse(401, HMAC_DETAIL.invalid);
+        const parts = { timestamp, nonce, method: req.method, path: signedPath(req.url), idempotencyKey, canonicalBody: canonical };
+        const expected = signV2(clientSecret, parts);
+        if (!signatureMatches(signature, expected)) throw invalidSignature(req, ctx, 'v2', v2SigningString(parts));
         let claim;
         try {
           claim = await nonces.claim(key.client_id, nonce, expected, NONCE_TTL_SECONDS);
@@ -228,7 +223,13 @@ export const STAGES: readonly Stage[] = [
       }
       req.ext.canonicalBody = canonical;
       // Null-prototype objects, integer-ness from the text (see parseJson).
-      const parsed: unknown = parseJson(raw);
+      let parsed: unknown;
+      try {
+        parsed = parseJson(raw);
+      } catch (err) {
+        if (err instanceof JsonContentError) throw badRequest(err.message);
+        throw err;
+      }
       req.body = req.ext.camelCase ? convertKeys(parsed, camelToSnake) : parsed;
     },
   },
@@ -373,7 +374,14 @@ export function installPipeline(app: FastifyInstance, deps: PipelineDeps) {
         // An unknown path is authenticated (stages 1-4) and then answered 404, nothing more.
         if (req.is404 && stage.phase === 'preHandler') continue;
         if (!stage.applies(req)) continue;
-        if ((await stage.run(req, reply, deps)) === 'answered') return reply;
+        let outcome: void | 'answered';
+        try {
+          outcome = await stage.run(req, reply, deps);
+        } catch (err) {
+          if (stage.name === 'hmac') logSignatureRefusal(req, err);
+          throw err;
+        }
+        if (outcome === 'answered') return reply;
       }
     };
 

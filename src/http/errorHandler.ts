@@ -1,5 +1,9 @@
-import type { IncomingMessage } from 'node:http';
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { CHECK_VIOLATION, constraintName, sqlState } from '../db/db.js';
+import { BOUND_CONSTRAINTS } from '../ledger/ledger.js';
+import { AmountTooLargeError } from '../lib/money.js';
 import { badRequest, businessError, HttpError, internalError } from './errors.js';
 
 /**
@@ -16,6 +20,12 @@ export function errorHandler(error: FastifyError | HttpError | Error, request: F
 
 export function toHttpError(error: unknown, request: FastifyRequest): HttpError {
   if (error instanceof HttpError) return error;
+  // Amounts and balances past the bounds of src/lib/money.ts (checked addition or a database
+  // CHECK): a clear 422 in the business shape, never a 500.
+  if (error instanceof AmountTooLargeError) return businessError(422, 'amount_too_large', error.message);
+  if (sqlState(error) === CHECK_VIOLATION && BOUND_CONSTRAINTS.has(constraintName(error) ?? '')) {
+    return businessError(422, 'amount_too_large', 'the amount exceeds the maximum of one operation or of an account balance');
+  }
   const fe = error as FastifyError;
   const status = typeof fe.statusCode === 'number' ? fe.statusCode : 500;
   if (status === 415) return businessError(415, 'unsupported_media_type', 'Content-Type must be application/json');
@@ -32,41 +42,86 @@ export function toHttpError(error: unknown, request: FastifyRequest): HttpError 
   return internalError(String(request.id));
 }
 
-/** Set on a raw request whose URL path was not valid percent-encoding (see rewriteMalformedUrl). */
+/** Set on a raw request whose URL path the router would refuse (see rewriteMalformedUrl). */
 const MALFORMED_URL = Symbol('pixgate.malformedUrl');
 
 /** The URL prefixes of the APIs, each with its own pipeline and error shapes. */
 export const API_PREFIXES = ['/api/external', '/api/v1/central', '/api/admin', '/api/sandbox'] as const;
 
-export const MALFORMED_URL_MESSAGE = 'The URL path is not valid percent-encoding';
+/** Longest path segment the router accepts (ids, keys and tags are far shorter). */
+export const MAX_PATH_SEGMENT_LENGTH = 1000;
+
+export const MALFORMED_URL_MESSAGES = {
+  encoding: 'The URL is not valid percent-encoding or encodes U+0000',
+  length: `A URL path segment is longer than ${MAX_PATH_SEGMENT_LENGTH} characters`,
+  dots: 'The URL path has "." or ".." segments',
+} as const;
+type MalformedUrl = keyof typeof MALFORMED_URL_MESSAGES;
 
 /**
  * Fastify's `rewriteUrl`: a path the router cannot decode (`/api/external/transactions/%E0%A4%A`)
- * would otherwise be answered by the framework itself, outside every API's pipeline and shapes.
- * It is rewritten to an unknown path under the same API prefix (query dropped) and flagged, so the
- * request runs that API's pipeline like any other (unauthenticated: 401; rate-limit headers on the
- * central API) and its not-found handler then answers 400 in the API's own shape.
+ * a segment over MAX_PATH_SEGMENT_LENGTH, or a `.`/`..` segment would otherwise be answered by the framework
+ * itself, outside every API's pipeline and shapes. It is rewritten to an unknown path under the
+ * same API prefix (query dropped) and flagged, so the request runs that API's pipeline like any
+ * other (unauthenticated: 401; rate-limit headers on the central API) and the API's not-found
+ * handler then answers 400 in its own shape.
  */
 export function rewriteMalformedUrl(req: IncomingMessage): string {
   const url = req.url ?? '/';
   const q = url.indexOf('?');
   const path = q === -1 ? url : url.slice(0, q);
+  let problem: MalformedUrl | null = null;
   try {
-    decodeURIComponent(path);
-    return url;
+    // U+0000 cannot be stored or compared in PostgreSQL text: refused in the path and the query.
+    if (decodeURIComponent(path).includes('\u0000') || /%00/i.test(url.slice(path.length))) throw new URIError('NUL');
+    const segments = path.split('/');
+    if (segments.some((segment) => segment.length > MAX_PATH_SEGMENT_LENGTH)) problem = 'length';
+    // No route has dot segments; left in, the router may resolve them outside the prefix's API.
+    else if (segments.some((segment) => /^(?:\.|%2e){1,2}$/i.test(segment))) problem = 'dots';
   } catch {
-    (req as unknown as Record<symbol, boolean>)[MALFORMED_URL] = true;
-    const prefix = API_PREFIXES.find((p) => path === p || path.startsWith(`${p}/`)) ?? '';
-    return `${prefix}/malformed-url`;
+    problem = 'encoding';
   }
+  if (problem === null) return url;
+  (req as unknown as Record<symbol, MalformedUrl>)[MALFORMED_URL] = problem;
+  const prefix = API_PREFIXES.find((p) => path === p || path.startsWith(`${p}/`)) ?? '';
+  return `${prefix}/malformed-url`;
 }
 
-export function isMalformedUrl(req: FastifyRequest): boolean {
-  return (req.raw as unknown as Record<symbol, boolean | undefined>)[MALFORMED_URL] === true;
+/** Why the request's URL was refused by rewriteMalformedUrl, or null. */
+export function malformedUrlMessage(req: FastifyRequest): string | null {
+  const problem = (req.raw as unknown as Record<symbol, MalformedUrl | undefined>)[MALFORMED_URL];
+  return problem === undefined ? null : MALFORMED_URL_MESSAGES[problem];
 }
 
 /** The not-found handler of the APIs answering in the business shape (shape 4). */
 export function notFoundHandler(req: FastifyRequest, reply: FastifyReply) {
-  if (isMalformedUrl(req)) return reply.code(400).send(badRequest(MALFORMED_URL_MESSAGE).body);
+  const malformed = malformedUrlMessage(req);
+  if (malformed !== null) return reply.code(400).send(badRequest(malformed).body);
   return reply.code(404).send({ errors: { not_found: 'route not found' } });
+}
+
+/**
+ * Fastify's `frameworkErrors`: router errors that rewriteMalformedUrl did not foresee still answer
+ * in the business shape, never in the framework's own body.
+ */
+export function frameworkErrors(error: FastifyError, _req: FastifyRequest, reply: FastifyReply) {
+  void reply.code(400).send(badRequest(error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? MALFORMED_URL_MESSAGES.length : MALFORMED_URL_MESSAGES.encoding).body);
+}
+
+/**
+ * Fastify's `clientErrorHandler`: a request Node's HTTP parser refuses before any route or API is
+ * known (headers over 16 KB, a broken request line) is answered in the business shape (shape 4),
+ * the one shape every API documents, instead of the framework's own body.
+ */
+export function clientErrorHandler(error: Error & { code?: string }, socket: Socket) {
+  if (error.code === 'ECONNRESET' || socket.destroyed || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+  const message = status === 431 ? 'Request headers are too large' : status === 408 ? 'Request timed out' : 'Malformed HTTP request';
+  const body = JSON.stringify(businessError(status, status === 400 ? 'bad_request' : status === 431 ? 'headers_too_large' : 'request_timeout', message).body);
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }

@@ -1,11 +1,11 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { CanonicalJsonError, parseJson } from '../lib/canonicalJson.js';
+import { CanonicalJsonError, JsonContentError, parseJson } from '../lib/canonicalJson.js';
 
 /** A body-parsing failure, as Fastify's own parser reports one (status 400, the framework code). */
 export class JsonBodyError extends Error {
   readonly statusCode = 400;
   constructor(
-    readonly code: 'FST_ERR_CTP_INVALID_JSON_BODY' | 'FST_ERR_CTP_EMPTY_JSON_BODY',
+    readonly code: 'FST_ERR_CTP_INVALID_JSON_BODY' | 'FST_ERR_CTP_EMPTY_JSON_BODY' | 'PIXGATE_ERR_JSON_CONTENT',
     message: string,
   ) {
     super(message);
@@ -32,7 +32,8 @@ export function useJsonBodyParser(app: FastifyInstance, options: { allowEmpty?: 
     try {
       done(null, parseJson(text));
     } catch (err) {
-      if (err instanceof CanonicalJsonError) done(new JsonBodyError('FST_ERR_CTP_INVALID_JSON_BODY', 'Request body is not valid JSON'), undefined);
+      if (err instanceof JsonContentError) done(new JsonBodyError('PIXGATE_ERR_JSON_CONTENT', err.message), undefined);
+      else if (err instanceof CanonicalJsonError) done(new JsonBodyError('FST_ERR_CTP_INVALID_JSON_BODY', 'Request body is not valid JSON'), undefined);
       else done(err as Error, undefined);
     }
   });

@@ -37,6 +37,8 @@ export interface RouteSpec {
   /** false when the body may be omitted (defaults to true when `body` is set). */
   bodyRequired?: boolean;
   bodyExample?: unknown;
+  /** Request headers of this route beyond the API's own (the API group adds those). */
+  requestHeaders?: Array<{ name: string; required: boolean; description: string; schema: Record<string, unknown> }>;
   /** The answers of this route (success and route-specific errors); the API's common errors are added by the document. */
   responses: Record<number, ResponseSpec>;
   /** Extra Fastify route config (rate-limit exemption, boleto endpoint name). */

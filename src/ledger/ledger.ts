@@ -1,6 +1,7 @@
 import type { Sql } from '../db/db.js';
 import { CHECK_VIOLATION, constraintName, sqlState } from '../db/db.js';
-import { safeSum } from '../lib/money.js';
+import { AmountTooLargeError, MAX_BALANCE_BASE_UNITS, safeSum } from '../lib/money.js';
+import { coverShortBlocks } from '../med/blocks.js';
 
 /**
  * The double-entry ledger. Every money movement is one call to `post` inside the caller's database
@@ -36,6 +37,15 @@ export interface Posting {
 export function bookCode(ref: BookRef): string {
   return typeof ref === 'string' ? ref : `account:${ref.accountId}:${ref.book}`;
 }
+
+/** CHECKs of migration 0510 that bound amounts and balances; a violation is a 422 amount_too_large. */
+export const BOUND_CONSTRAINTS: ReadonlySet<string> = new Set([
+  'ledger_accounts_balance_max',
+  'ledger_entries_amount_max',
+  'transactions_amount_max',
+  'transactions_fee_amount_max',
+  'med_infractions_amount_max',
+]);
 
 /** Raised when a posting would take a merchant book below zero (the database CHECK fired). */
 export class InsufficientFundsError extends Error {
@@ -116,23 +126,35 @@ export interface PostInput {
   /** The business record it belongs to (a transaction_id, an infraction id, …). */
   reference: string;
   postings: Posting[];
+  /** The caller's clock reading, stamped on MED blocks this credit tops up (default: now). */
+  now?: Date;
 }
 
 /**
  * Writes one balanced ledger transaction. Throws InsufficientFundsError if a merchant book would
- * go negative (callers check the balance under `lockAccounts` first; this is the backstop).
+ * go negative (callers check the balance under `lockAccounts` first; this is the backstop), and
+ * AmountTooLargeError if an entry or a merchant book would leave the bounds of src/lib/money.ts.
+ *
+ * The credit primitive: every posting that credits a merchant's `available` book tops up that
+ * account's short MED blocks in the same transaction (`coverShortBlocks`, oldest infraction
+ * first), so no credit path (PIX received, returns, released reservations, deposits, boleto
+ * settlements, released blocks, transfers) can forget it. A block top-up is itself a debit of
+ * `available`, so this never recurses. A caller that releases a block into `available` marks the
+ * infraction first, so the release does not flow back into the block it leaves.
  */
 export async function post(tx: Sql, input: PostInput): Promise<number> {
   const { postings } = input;
   if (postings.length < 2) throw new Error('a ledger transaction needs at least two postings');
   for (const p of postings) {
     if (!Number.isSafeInteger(p.amount) || p.amount === 0) throw new Error(`bad posting amount ${p.amount}`);
+    if (Math.abs(p.amount) > MAX_BALANCE_BASE_UNITS) throw new AmountTooLargeError(`a posting of ${p.amount} base units exceeds the maximum balance`);
   }
   if (safeSum(postings.map((p) => p.amount)) !== 0) {
     throw new Error(`unbalanced ledger transaction ${input.kind}/${input.reference}`);
   }
   const codes = postings.map((p) => bookCode(p.book));
   const amounts = postings.map((p) => p.amount);
+  let ledgerTransactionId: number;
   try {
     const rows = await tx.query<{ ledger_transaction_id: number }>(
       `WITH t AS (
@@ -150,13 +172,22 @@ export async function post(tx: Sql, input: PostInput): Promise<number> {
     if (rows.length !== postings.length) {
       throw new Error(`unknown ledger book among ${codes.join(', ')}`);
     }
-    return rows[0]!.ledger_transaction_id;
+    ledgerTransactionId = rows[0]!.ledger_transaction_id;
   } catch (err) {
     if (sqlState(err) === CHECK_VIOLATION && constraintName(err) === 'ledger_accounts_balance_non_negative') {
       throw new InsufficientFundsError('a merchant book would go negative');
     }
+    if (sqlState(err) === CHECK_VIOLATION && BOUND_CONSTRAINTS.has(constraintName(err) ?? '')) {
+      throw new AmountTooLargeError('the credit would take the account balance past its maximum');
+    }
     throw err;
   }
+  const credited = new Set<number>();
+  for (const p of postings) {
+    if (typeof p.book !== 'string' && p.book.book === 'available' && p.amount > 0) credited.add(p.book.accountId);
+  }
+  for (const accountId of credited) await coverShortBlocks(tx, accountId, input.now ?? new Date());
+  return ledgerTransactionId;
 }
 
 /**
@@ -165,11 +196,12 @@ export async function post(tx: Sql, input: PostInput): Promise<number> {
  */
 export async function moveWithinAccount(
   tx: Sql,
-  input: { kind: string; reference: string; accountId: number; from: MerchantBook; to: MerchantBook; amount: number },
+  input: { kind: string; reference: string; accountId: number; from: MerchantBook; to: MerchantBook; amount: number; now?: Date },
 ): Promise<number> {
   return post(tx, {
     kind: input.kind,
     reference: input.reference,
+    ...(input.now ? { now: input.now } : {}),
     postings: [
       { book: { accountId: input.accountId, book: input.from }, amount: -input.amount },
       { book: { accountId: input.accountId, book: input.to }, amount: input.amount },

@@ -23,6 +23,13 @@ export class CanonicalJsonError extends Error {
   override name = 'CanonicalJsonError';
 }
 
+/** A valid JSON text that pixgate does not accept as a request body (see parseJson). */
+export class JsonContentError extends Error {
+  override name = 'JsonContentError';
+}
+
+export const NUL_MESSAGE = 'Request body strings must not contain the character U+0000';
+
 type Node =
   | { t: 'num'; text: string }
   | { t: 'str'; value: string }
@@ -219,6 +226,8 @@ function toValue(node: Node): unknown {
     case 'num':
       return INTEGER_LITERAL.test(node.text) ? Number(node.text) : new JsonDecimal(node.text, Number(node.text));
     case 'str':
+      // PostgreSQL text cannot hold U+0000: refused at the edge instead of failing in the database.
+      if (node.value.includes('\u0000')) throw new JsonContentError(NUL_MESSAGE);
       return node.value;
     case 'lit':
       return node.text === 'null' ? null : node.text === 'true';
@@ -228,7 +237,10 @@ function toValue(node: Node): unknown {
       // Null-prototype objects: a key named `__proto__`, `constructor` or `toString` is plain data,
       // never a prototype, and nothing is read through Object.prototype.
       const out = Object.create(null) as Record<string, unknown>;
-      for (const [k, v] of node.entries) out[k] = toValue(v);
+      for (const [k, v] of node.entries) {
+        if (k.includes('\u0000')) throw new JsonContentError(NUL_MESSAGE);
+        out[k] = toValue(v);
+      }
       return out;
     }
   }
@@ -238,7 +250,7 @@ function toValue(node: Node): unknown {
  * Parses a request body: like JSON.parse, but objects have no prototype (keys like `__proto__` are
  * data), numbers that are not integer literals become `JsonDecimal`, nesting is limited to
  * 200 levels, and a repeated key keeps its last value. Throws CanonicalJsonError if the text is
- * not valid JSON.
+ * not valid JSON, JsonContentError if a string or key holds U+0000.
  */
 export function parseJson(text: string): unknown {
   const p = new Parser(text);

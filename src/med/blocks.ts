@@ -9,11 +9,12 @@ import * as repo from './repository.js';
  * release is the infraction id.
  *
  * When the available balance is short of what an infraction claims, what is there is blocked and
- * the rest is blocked as money comes in: every credit to an account's available book calls
- * `coverShortBlocks` in its own transaction (received PIX and paid charges, returned payouts,
- * released reservations, deposits, boleto settlements, released MED blocks), which tops up the
- * account's short blocks, oldest infraction first, until each holds its amount. A new credit path
- * must call it too.
+ * the rest is blocked as money comes in: the ledger's `post` calls `coverShortBlocks` after every
+ * posting that credits an account's available book, in the same transaction (received PIX and paid
+ * charges, returned payouts, released reservations, deposits, boleto settlements, released MED
+ * blocks, and any credit path added later), which tops up the account's short blocks, oldest
+ * infraction first, until each holds its amount. Credit paths do not call it themselves; the one
+ * direct caller is the creation of an infraction (the block itself).
  */
 
 /**
@@ -23,10 +24,10 @@ import * as repo from './repository.js';
 export async function moveBlock(
   tx: Sql,
   move: 'block' | 'release',
-  input: { kind: string; reference: string; accountId: number; amount: number },
+  input: { kind: string; reference: string; accountId: number; amount: number; now?: Date },
 ): Promise<void> {
   const [from, to] = move === 'block' ? (['available', 'blocked'] as const) : (['blocked', 'available'] as const);
-  await moveWithinAccount(tx, { kind: input.kind, reference: input.reference, accountId: input.accountId, from, to, amount: input.amount });
+  await moveWithinAccount(tx, { kind: input.kind, reference: input.reference, accountId: input.accountId, from, to, amount: input.amount, ...(input.now ? { now: input.now } : {}) });
 }
 
 /**

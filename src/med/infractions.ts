@@ -99,35 +99,35 @@ export async function onInfractionResolved(tx: Sql, ctx: AppContext, n: Of<'infr
     const totals = await pix.refundTotals(tx, original.id);
     const refundAmount = Math.max(0, Math.min(infraction.blocked_amount, original.amount - totals.open));
     const excess = infraction.blocked_amount - refundAmount;
-    if (excess > 0) await moveBlock(tx, 'release', { kind: 'med_release', reference: infraction.id, accountId: infraction.account_id, amount: excess });
     const refund = refundAmount > 0 ? await insertMedRefund(tx, ctx, infraction, original, refundAmount, now) : null;
+    // The infraction is closed before its excess goes back to available: the ledger's credit
+    // primitive then tops up the account's other short blocks with it, never this one.
     await repo.updateInfraction(
       tx,
       infraction.id,
       { ...resolution, blockedDelta: -excess, releasedDelta: excess, refundStatus: refund ? 'processing' : 'released', ...(refund ? { refundId: refund.id } : {}) },
       now,
     );
+    if (excess > 0) await moveBlock(tx, 'release', { kind: 'med_release', reference: infraction.id, accountId: infraction.account_id, amount: excess, now });
     const resolved = await repo.findInfraction(tx, infraction.id);
     await emitResolved(tx, resolved!, refundAmount);
     // Nothing to return: nothing was blocked, or refunds already took what the PIX allows (then released).
     if (!refund) await emitNothingRefunded(tx, resolved!, excess > 0 ? 'released' : 'nothing_blocked', now);
-    if (excess > 0) await coverShortBlocks(tx, infraction.account_id, now);
     return refund;
   }
 
-  if (infraction.blocked_amount > 0) {
-    await moveBlock(tx, 'release', { kind: 'med_release', reference: infraction.id, accountId: infraction.account_id, amount: infraction.blocked_amount });
-  }
   await repo.updateInfraction(
     tx,
     infraction.id,
     { ...resolution, blockedDelta: -infraction.blocked_amount, releasedDelta: infraction.blocked_amount, refundStatus: 'released' },
     now,
   );
+  if (infraction.blocked_amount > 0) {
+    await moveBlock(tx, 'release', { kind: 'med_release', reference: infraction.id, accountId: infraction.account_id, amount: infraction.blocked_amount, now });
+  }
   const resolved = (await repo.findInfraction(tx, infraction.id))!;
   await emitResolved(tx, resolved, 0);
   await emitNothingRefunded(tx, resolved, 'released', now);
-  await coverShortBlocks(tx, infraction.account_id, now);
   return null;
 }
 

@@ -7,7 +7,7 @@ import * as pix from '../pix/repository.js';
 import type { OwnedTransaction } from '../pix/repository.js';
 import type { RailNotification, ReturnAck } from '../rail/rail.js';
 import { TX_STATUS } from '../transactions/repository.js';
-import { coverShortBlocks, moveBlock } from './blocks.js';
+import { moveBlock } from './blocks.js';
 import { emitMedEvent, refundRequestBody } from './events.js';
 import { MED } from './infractions.js';
 import * as repo from './repository.js';
@@ -67,7 +67,7 @@ export async function onMedReturnRejected(tx: Sql, ctx: AppContext, n: Of<'retur
   if (!row) return false;
   if (row.stage === 3) return true;
   const now = ctx.clock.now();
-  await moveBlock(tx, 'release', { kind: 'med_refund_reverse', reference: row.transaction_id, accountId: row.account_id, amount: row.amount });
+  await moveBlock(tx, 'release', { kind: 'med_refund_reverse', reference: row.transaction_id, accountId: row.account_id, amount: row.amount, now });
   const failed = await pix.updateState(
     tx,
     row.id,
@@ -77,7 +77,6 @@ export async function onMedReturnRejected(tx: Sql, ctx: AppContext, n: Of<'retur
   const infraction = await infractionOf(tx, row);
   await repo.updateInfraction(tx, infraction.id, { blockedDelta: -row.amount, releasedDelta: row.amount, refundStatus: 'failed' }, now);
   await emitRefundOutcome(tx, failed, 'pix.refund.failed', { reason_code: n.reasonCode, failure_reason: n.reason, failed_at: now.toISOString() });
-  await coverShortBlocks(tx, row.account_id, now);
   return true;
 }
 

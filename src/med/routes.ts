@@ -10,17 +10,22 @@ export { DEFENSE_LIMITS } from './med.api.js';
 
 type IdParams = { id: string };
 
+/** The defense of a POST /med/:id/defense body (400 with a field map when invalid). */
+export function parseDefense(raw: unknown) {
+  const body = parseOrThrow(defenseBody, raw);
+  return { text: body.text, attachments: body.attachments ?? [] };
+}
+
 /** GET /med, GET /med/:id (payment:read) and POST /med/:id/defense (payment:write, signed). */
 export async function medRoutes(app: FastifyInstance, ctx: AppContext) {
   mount(app, medApi.list, async (req) => listInfractions(ctx, principal(req).accountId, req.query));
   mount(app, medApi.get, async (req) => getInfraction(ctx, principal(req).accountId, (req.params as IdParams).id));
   mount(app, medApi.defense, async (req, reply) => {
-    const body = parseOrThrow(defenseBody, req.body);
     const answer = await submitDefense(
       ctx,
       principal(req).accountId,
       (req.params as IdParams).id,
-      { text: body.text, attachments: body.attachments ?? [] },
+      parseDefense(req.body),
       (tx, statusCode, payload) => recordAnswer(req, tx, statusCode, payload),
     );
     return reply.code(201).send(answer);

@@ -94,3 +94,29 @@ export async function countMerchants(sql: Sql): Promise<number> {
   const [row] = await sql.query<{ n: number }>('SELECT count(*)::bigint AS n FROM merchants');
   return row!.n;
 }
+
+export interface DepositKeyRow {
+  transaction_id: string;
+  fingerprint: string;
+  /** The deposit's amount (base units), for the replayed answer. */
+  amount: number;
+}
+
+/** The deposit an operator Idempotency-Key created on this account, if any. */
+export async function findDepositKey(sql: Sql, accountId: number, key: string): Promise<DepositKeyRow | undefined> {
+  const [row] = await sql.query<DepositKeyRow>(
+    `SELECT k.transaction_id, k.fingerprint, t.amount
+       FROM deposit_idempotency_keys k JOIN transactions t ON t.transaction_id = k.transaction_id
+      WHERE k.account_id = $1 AND k.idempotency_key = $2`,
+    [accountId, key],
+  );
+  return row;
+}
+
+/** Binds an operator Idempotency-Key to the deposit it creates (in the deposit's transaction). */
+export async function insertDepositKey(tx: Sql, input: { accountId: number; key: string; fingerprint: string; transactionId: string }): Promise<void> {
+  await tx.query(
+    'INSERT INTO deposit_idempotency_keys (account_id, idempotency_key, fingerprint, transaction_id) VALUES ($1, $2, $3, $4)',
+    [input.accountId, input.key, input.fingerprint, input.transactionId],
+  );
+}

@@ -90,7 +90,7 @@ function parameters(route: RouteSpec, group: ApiGroup): Json[] {
       params.push({ name, in: 'query', required: (q.required ?? []).includes(name), schema: rest, ...(description ? { description } : {}) });
     }
   }
-  for (const h of group.headers(route)) params.push({ in: 'header', ...h });
+  for (const h of [...group.headers(route), ...(route.requestHeaders ?? [])]) params.push({ in: 'header', ...h });
   return params;
 }
 

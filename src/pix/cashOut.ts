@@ -3,7 +3,7 @@ import type { Sql } from '../db/db.js';
 import type { IdempotencyBinding } from '../external/idempotency.js';
 import { lockAccount } from '../ledger/ledger.js';
 import { newEndToEndId, newTransactionId, TX_PREFIX } from '../lib/ids.js';
-import { centsToBaseUnits } from '../lib/money.js';
+import { addMoney, centsToBaseUnits } from '../lib/money.js';
 import * as merchants from '../merchants/repository.js';
 import type { PaymentAck, PaymentOrder } from '../rail/rail.js';
 import { insertTransaction, TX_STATUS } from '../transactions/repository.js';
@@ -84,7 +84,7 @@ export function cashOutAnswer(row: OwnedTransaction): CashOutAnswer {
       external_id: row.external_id,
       amount: row.amount,
       fee_amount: row.fee_amount,
-      net_amount: row.amount + row.fee_amount,
+      net_amount: addMoney(row.amount, row.fee_amount),
       status,
       detail: DETAIL[status] ?? DETAIL.failed!,
     },
@@ -147,7 +147,7 @@ export async function cashOut(ctx: AppContext, caller: CashOutCaller, cmd: CashO
       },
       created_at: now,
     });
-    await reserve(tx, row.account_id, row.transaction_id, amount + fee);
+    await reserve(tx, row.account_id, row.transaction_id, addMoney(amount, fee));
     await key.bind(tx, row.id);
     return { row: { ...row, merchant_id: caller.merchantId } };
   });
@@ -190,8 +190,9 @@ async function reserveWithinLimits(tx: Sql, account: merchants.AccountRow, safe:
     used,
   );
   if (problem) throw cashOutError(problem.code, { detail: problem.detail });
-  if (safe < amount + fee) {
-    throw cashOutError('insufficient_balance', { detail: `Available balance ${safe} is below amount plus fee ${amount + fee} (base units)` });
+  const debit = addMoney(amount, fee);
+  if (safe < debit) {
+    throw cashOutError('insufficient_balance', { detail: `Available balance ${safe} is below amount plus fee ${debit} (base units)` });
   }
   return windows;
 }
@@ -203,7 +204,7 @@ function reserve(tx: Sql, accountId: number, transactionId: string, total: numbe
 
 /** pending -> available: the reservation given back (rejection, failure), and the limit windows. */
 export async function releaseReservation(tx: Sql, row: OwnedTransaction, kind: string, now: Date): Promise<void> {
-  await movePending(tx, 'release', { kind, reference: row.transaction_id, accountId: row.account_id, amount: row.amount + row.fee_amount, now });
+  await movePending(tx, 'release', { kind, reference: row.transaction_id, accountId: row.account_id, amount: addMoney(row.amount, row.fee_amount), now });
   const windows = ((row.metadata.limit_windows as { kind: 'day' | 'night'; start: string }[] | undefined) ?? []).map((w) => ({
     kind: w.kind,
     start: new Date(w.start),
@@ -234,7 +235,7 @@ async function resume(ctx: AppContext, existing: OwnedTransaction, record: Recor
       const account = (await merchants.findAccount(tx, row.account_id))!;
       const now = ctx.clock.now();
       const windows = await reserveWithinLimits(tx, account, balances.safe, row.amount, row.fee_amount, now);
-      await reserve(tx, row.account_id, row.transaction_id, row.amount + row.fee_amount);
+      await reserve(tx, row.account_id, row.transaction_id, addMoney(row.amount, row.fee_amount));
       return repo.updateState(
         tx,
         row.id,

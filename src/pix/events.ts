@@ -1,6 +1,7 @@
 import type { Sql } from '../db/db.js';
 import { emitEvent } from '../events/outbox.js';
 import { isoZ } from '../lib/clock.js';
+import { addMoney } from '../lib/money.js';
 import type { OwnedTransaction } from './repository.js';
 
 /**
@@ -27,7 +28,7 @@ export function payoutBody(row: OwnedTransaction): Payload {
     direction: 'debit',
     amount: row.amount,
     fee_amount: row.fee_amount,
-    net_amount: row.amount + row.fee_amount,
+    net_amount: addMoney(row.amount, row.fee_amount),
     pix_key: row.recipient_key,
     pix_key_type: row.recipient_key_type,
     receiver: {

@@ -1,7 +1,6 @@
 import type { AppContext } from '../context.js';
 import type { Sql } from '../db/db.js';
 import { INSTITUTION_BOOK, lockAccount, post, type Posting } from '../ledger/ledger.js';
-import { coverShortBlocks } from '../med/blocks.js';
 import { bankName } from '../lib/banks.js';
 import { isoZ } from '../lib/clock.js';
 import { newTransactionId, TX_PREFIX } from '../lib/ids.js';
@@ -41,7 +40,8 @@ export interface InboundPayment {
  * Anything else is credited as a plain `PIXIN` record and the charge is left as it is, except that
  * a charge found past its deadline and not yet swept is expired here.
  *
- * Open MED blocks of the account that are short take what the credit brought (`coverShortBlocks`).
+ * Open MED blocks of the account that are short take what the credit brought (the ledger's credit
+ * primitive tops them up).
  */
 export async function receiveInboundPayment(tx: Sql, ctx: AppContext, p: InboundPayment): Promise<OwnedTransaction> {
   const already = await repo.findByEndToEndId(tx, p.endToEndId);
@@ -100,8 +100,7 @@ export async function receiveInboundPayment(tx: Sql, ctx: AppContext, p: Inbound
   const postings: Posting[] = [{ book: INSTITUTION_BOOK.centralBank, amount: -p.amount }];
   if (p.amount - fee > 0) postings.push({ book: { accountId: account.id, book: 'available' }, amount: p.amount - fee });
   if (fee > 0) postings.push({ book: INSTITUTION_BOOK.fees, amount: fee });
-  await post(tx, { kind: 'pix_in', reference: owned.transaction_id, postings });
-  await coverShortBlocks(tx, account.id, now);
+  await post(tx, { kind: 'pix_in', reference: owned.transaction_id, postings, now });
 
   const paid = {
     end_to_end_id: p.endToEndId,

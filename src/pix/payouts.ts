@@ -2,7 +2,7 @@ import type { AppContext } from '../context.js';
 import type { Sql } from '../db/db.js';
 import { INSTITUTION_BOOK, lockAccount, post, type Posting } from '../ledger/ledger.js';
 import { bankName } from '../lib/banks.js';
-import { coverShortBlocks } from '../med/blocks.js';
+import { addMoney } from '../lib/money.js';
 import { newTransactionId, TX_PREFIX } from '../lib/ids.js';
 import type { RailNotification } from '../rail/rail.js';
 import { insertTransaction, TX_STATUS } from '../transactions/repository.js';
@@ -67,7 +67,7 @@ export async function onPaymentSettled(tx: Sql, ctx: AppContext, n: Of<'payment.
   if (!row || row.stage === 3) return;
   await announceAcceptance(tx, row);
   const postings: Posting[] = [
-    { book: { accountId: row.account_id, book: 'pending' }, amount: -(row.amount + row.fee_amount) },
+    { book: { accountId: row.account_id, book: 'pending' }, amount: -addMoney(row.amount, row.fee_amount) },
     { book: INSTITUTION_BOOK.centralBank, amount: row.amount },
   ];
   if (row.fee_amount > 0) postings.push({ book: INSTITUTION_BOOK.fees, amount: row.fee_amount });
@@ -133,12 +133,12 @@ export async function onPaymentReturned(tx: Sql, ctx: AppContext, n: Of<'payment
   await post(tx, {
     kind: 'payout_return',
     reference: back.transaction_id,
+    now,
     postings: [
       { book: INSTITUTION_BOOK.centralBank, amount: -n.amount },
       { book: { accountId: row.account_id, book: 'available' }, amount: n.amount },
     ],
   });
-  await coverShortBlocks(tx, row.account_id, now);
   const total = await repo.returnedTotal(tx, row.id);
   const updated = await repo.updateState(
     tx,

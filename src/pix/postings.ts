@@ -1,11 +1,11 @@
 import type { Sql } from '../db/db.js';
 import { moveWithinAccount } from '../ledger/ledger.js';
-import { coverShortBlocks } from '../med/blocks.js';
 
 /**
  * The two moves every outbound order makes on its account's books: `reserve` (available -> pending,
  * at acceptance) and `release` (pending -> available, when it is rejected or fails). Money released
- * to the available book first tops up short MED blocks of the account (`coverShortBlocks`).
+ * to the available book first tops up short MED blocks of the account (the ledger's credit
+ * primitive does it).
  */
 export async function movePending(
   tx: Sql,
@@ -13,6 +13,5 @@ export async function movePending(
   input: { kind: string; reference: string; accountId: number; amount: number; now?: Date },
 ): Promise<void> {
   const [from, to] = move === 'reserve' ? (['available', 'pending'] as const) : (['pending', 'available'] as const);
-  await moveWithinAccount(tx, { kind: input.kind, reference: input.reference, accountId: input.accountId, from, to, amount: input.amount });
-  if (move === 'release') await coverShortBlocks(tx, input.accountId, input.now ?? new Date());
+  await moveWithinAccount(tx, { kind: input.kind, reference: input.reference, accountId: input.accountId, from, to, amount: input.amount, ...(input.now ? { now: input.now } : {}) });
 }

@@ -187,11 +187,12 @@ export function withDeadline<R extends Rail>(rail: R, timeoutMs: number): R {
   };
   const sendPayment = (order: PaymentOrder) => within('sendPayment', timeoutMs, rail.sendPayment(order));
   const sendReturn = (order: ReturnOrder) => within('sendReturn', timeoutMs, rail.sendReturn(order));
+  const bounded: Record<PropertyKey, unknown> = { directory, sendPayment, sendReturn };
+  // No set trap: a method assigned on the rail (tests inject faults this way) lands on the adapter
+  // itself, where the bounded wrappers above call it; deleting it restores the adapter's own.
   return new Proxy(rail, {
     get(target, prop, receiver) {
-      if (prop === 'directory') return directory;
-      if (prop === 'sendPayment') return sendPayment;
-      if (prop === 'sendReturn') return sendReturn;
+      if (Object.hasOwn(bounded, prop)) return bounded[prop];
       return Reflect.get(target, prop, receiver);
     },
   });

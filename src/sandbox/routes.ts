@@ -1,5 +1,6 @@
 import { notFoundHandler } from '../http/errorHandler.js';
 import type { FastifyInstance } from 'fastify';
+import { auditOperatorWrites } from '../admin/auditLog.js';
 import { requireAdminToken } from '../admin/routes.js';
 import type { AppContext } from '../context.js';
 import { medSandboxRoutes } from './med.routes.js';
@@ -16,6 +17,7 @@ export function sandboxRoutes(ctx: AppContext) {
     app.setNotFoundHandler(notFoundHandler);
     if (ctx.config.appEnv === 'production') return;
     app.addHook('onRequest', requireAdminToken(ctx));
+    auditOperatorWrites(app, ctx);
     await pixSandboxRoutes(app, ctx);
     await medSandboxRoutes(app, ctx);
     await railSandboxRoutes(app, ctx);

@@ -8,7 +8,6 @@ import { isoZ } from '../lib/clock.js';
 import { newTransactionId } from '../lib/ids.js';
 import { centsToBaseUnits, MAX_AMOUNT_CENTS } from '../lib/money.js';
 import { lockAccounts, post } from '../ledger/ledger.js';
-import { coverShortBlocks } from '../med/blocks.js';
 import * as merchants from '../merchants/repository.js';
 import { DESCRIPTION_MAX, resolveKey } from '../pix/cashOutCommand.js';
 import { EXTERNAL_ID, EXTERNAL_ID_MESSAGE } from '../pix/externalId.js';
@@ -293,16 +292,17 @@ export async function transfer(ctx: AppContext, source: TefSource, cmd: TefComma
       metadata: { tef_transaction_id: transactionId, from_account_id: destination.sameMerchant ? from.id : null },
       completed_at: now,
     });
+    // The ledger's credit primitive tops up the destination's short MED blocks (src/ledger).
     await post(tx, {
       kind: 'tef',
       reference: transactionId,
+      // The ledger's credit primitive tops up the destination's short MED blocks.
+      now,
       postings: [
         { book: { accountId: from.id, book: 'available' }, amount: -amount },
         { book: { accountId: to.id, book: 'available' }, amount },
       ],
     });
-    // Every credit to an available book tops up the destination's short MED blocks.
-    await coverShortBlocks(tx, to.id, now);
     await emitEvent(tx, { event: 'tef.transfer.sent', merchantId: from.merchant_id, accountId: from.id, subject: transactionId, payload: { ...body, completed_at: isoZ(now) } });
     await emitEvent(tx, {
       event: 'tef.transfer.received',

@@ -1,5 +1,6 @@
 import { bankName } from '../lib/banks.js';
 import { isoZ } from '../lib/clock.js';
+import { addMoney } from '../lib/money.js';
 import { TX_STATUS, type TransactionRow } from './repository.js';
 
 /**
@@ -11,7 +12,7 @@ import { TX_STATUS, type TransactionRow } from './repository.js';
 const DISPLAY: Record<number, string> = { 1: 'completed', 2: 'pending', 3: 'rejected', 4: 'failed' };
 
 export function netAmount(row: Pick<TransactionRow, 'direction' | 'amount' | 'fee_amount'>): number {
-  return row.direction === 'outbound' ? row.amount + row.fee_amount : row.amount - row.fee_amount;
+  return row.direction === 'outbound' ? addMoney(row.amount, row.fee_amount) : row.amount - row.fee_amount;
 }
 
 /**

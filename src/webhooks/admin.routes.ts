@@ -1,12 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
-import { emitEvent } from '../events/outbox.js';
 import { conflict, notFound } from '../http/errors.js';
 import { parseOrThrow } from '../http/validation.js';
 import { isoZ } from '../lib/clock.js';
 import * as repo from './repository.js';
 import { mount } from '../http/routeSpec.js';
 import { adminListQuery as listQuery, deliveriesQuery, deliveryParam, idParam, patchBody, webhooksAdminApi as api } from './webhooks.api.js';
+import { resendDelivery, sendTestEvent } from './service.js';
 
 function webhookView(w: repo.WebhookRow, counts?: Pick<repo.WebhookWithCounts, 'pending' | 'delivered' | 'failed' | 'cancelled'>) {
   return {
@@ -127,27 +127,15 @@ export async function webhookAdminRoutes(app: FastifyInstance, ctx: AppContext) 
     const { id, delivery_id } = parseOrThrow(deliveryParam, req.params);
     const w = await load(id);
     if (w.deleted_at) throw conflict('webhook is deleted');
-    const before = await loadDelivery(id, delivery_id);
-    if (before.status === 'pending') throw conflict('delivery is already pending');
-    if (!(await repo.requeueDelivery(ctx.db, id, delivery_id))) throw conflict('delivery is already pending');
+    await loadDelivery(id, delivery_id);
+    await resendDelivery(ctx, w, delivery_id);
     return reply.code(202).send(await loadDelivery(id, delivery_id));
   });
 
   mount(app, api.test, async (req, reply) => {
     const { id } = parseOrThrow(idParam, req.params);
     const w = await load(id);
-    if (w.deleted_at) throw conflict('webhook is deleted');
-    if (!w.is_active) throw conflict('webhook is inactive (is_active: false): nothing is fired');
-    const deliveryId = await ctx.db.transaction(async (tx) => {
-      const eventId = await emitEvent(tx, {
-        event: 'webhook.test',
-        merchantId: w.merchant_id,
-        accountId: w.account_id,
-        subject: `webhook:${w.id}`,
-        payload: { status: 'test', webhook_id: w.id, description: 'Test delivery fired from the administration', created_at: ctx.clock.now().toISOString() },
-      });
-      return repo.insertDirectDelivery(tx, w.id, eventId);
-    });
+    const deliveryId = await sendTestEvent(ctx, w, 'administration');
     return reply.code(202).send(await loadDelivery(id, deliveryId));
   });
 }

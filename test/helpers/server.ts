@@ -33,13 +33,18 @@ export interface TestServerOptions {
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
   const database = options.database ?? (await openTestDatabase(options.backend ?? 'pglite'));
   const backend = database.backend;
-  const config: Config = parseConfig({
+  // APP_ENV=production requires REDIS_URL; tests of production behaviour that run on the
+  // in-memory stores satisfy the rule with a placeholder and then drop it (no Redis is opened).
+  const placeholderRedis = options.env?.APP_ENV === 'production' && options.env.REDIS_URL === undefined;
+  const parsed: Config = parseConfig({
     PORT: '0',
     HOST: '127.0.0.1',
     ADMIN_TOKEN: TEST_ADMIN_TOKEN,
     LOG_LEVEL: 'silent',
     ...options.env,
+    ...(placeholderRedis ? { REDIS_URL: 'redis://placeholder.invalid:6379' } : {}),
   });
+  const config: Config = placeholderRedis ? { ...parsed, redisUrl: undefined } : parsed;
   const server = await startServer(config, {
     db: database.db,
     ownsDatabase: false,

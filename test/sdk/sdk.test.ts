@@ -75,15 +75,17 @@ describe.each(BACKENDS)('SDK against a real server (%s)', (backend) => {
     await r?.close();
   });
 
-  it('every SDK route is a route of the server (and of its OpenAPI document when it serves one)', async () => {
+  it('every SDK route is a route of the server, and every merchant operation of the OpenAPI document is an SDK route', async () => {
     for (const [method, path] of SDK_ROUTES) expect(s.app.hasRoute({ method, url: `/api/external${path}` }), `${method} ${path}`).toBe(true);
     const doc = await fetch(`${s.url}/openapi.json`);
-    if (doc.status !== 200) return; // the OpenAPI document is not served by this build yet
+    expect(doc.status).toBe(200);
     const paths = ((await doc.json()) as { paths: Record<string, Record<string, unknown>> }).paths;
-    for (const [method, path] of SDK_ROUTES) {
-      const templated = `/api/external${path.replace(/:(\w+)/g, '{$1}')}`;
-      expect(paths[templated]?.[method.toLowerCase()], `${method} ${templated} in /openapi.json`).toBeDefined();
-    }
+    const sdk = new Set(SDK_ROUTES.map(([method, path]) => `${method} /api/external${path.replace(/:(\w+)/g, '{$1}')}`));
+    const documented = Object.entries(paths)
+      .filter(([p]) => p.startsWith('/api/external/'))
+      .flatMap(([p, ops]) => Object.keys(ops).filter((m) => ['get', 'post', 'put', 'patch', 'delete'].includes(m)).map((m) => `${m.toUpperCase()} ${p}`));
+    expect(documented.length).toBeGreaterThan(0);
+    for (const op of documented) expect(sdk.has(op), `${op} (documented) has no SDK method`).toBe(true);
   });
 
   it('happy paths: balance, cash-out (v2 and v1), charge create and read, lookups, receipt, webhooks, CPF, keys', async () => {
@@ -135,8 +137,13 @@ describe.each(BACKENDS)('SDK against a real server (%s)', (backend) => {
     expect(charge).toBeInstanceOf(BusinessError); // no PIX key: unprocessable_entity
     await addPixKey(s, f.accountId, 'evp');
     for (let i = 0; i < 3; i++) await c.pix.createCharge({ amount: 100 + i });
-    const events = [];
-    for await (const e of c.events.all({ limit: 2, type: ['pix.charge.created'] })) events.push(e);
+    const all = async () => {
+      const events = [];
+      for await (const e of c.events.all({ limit: 2, type: ['pix.charge.created'] })) events.push(e);
+      return events;
+    };
+    // On a shared PostgreSQL another session's open transaction may hold the feed's horizon for up to 5 s.
+    const events = await waitFor(all, (e) => e.length === 3);
     expect(events.map((e) => e.payload.amount)).toEqual([10_000, 10_100, 10_200]);
   });
 

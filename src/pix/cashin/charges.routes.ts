@@ -8,23 +8,28 @@ import { cashInBody, pixApi } from '../pix.api.js';
 import { CHARGE, chargeBody, createCharge } from './charges.js';
 import { findAccountCharge } from './repository.js';
 
+/** The charge command of a POST /pix/cash-in body (400 with a field map when invalid). */
+export function parseChargeCommand(raw: unknown) {
+  const body = parseOrThrow(cashInBody, raw);
+  return {
+    amountCents: body.amount,
+    expiresInSeconds: body.expires_in ?? CHARGE.defaultExpiresInSeconds,
+    payerName: body.payer_name,
+    payerDocument: body.payer_document,
+    description: body.description,
+    tag: body.tag,
+    externalId: body.external_id,
+    pixKey: body.pix_key,
+  };
+}
+
 /** POST /pix/cash-in (permission pix:write, signed). */
 export async function chargeRoutes(app: FastifyInstance, ctx: AppContext) {
   mount(app, pixApi.cashIn, async (req, reply) => {
-    const body = parseOrThrow(cashInBody, req.body);
     const answer = await createCharge(
       ctx,
       principal(req),
-      {
-        amountCents: body.amount,
-        expiresInSeconds: body.expires_in ?? CHARGE.defaultExpiresInSeconds,
-        payerName: body.payer_name,
-        payerDocument: body.payer_document,
-        description: body.description,
-        tag: body.tag,
-        externalId: body.external_id,
-        pixKey: body.pix_key,
-      },
+      parseChargeCommand(req.body),
       (tx, statusCode, payload) => recordAnswer(req, tx, statusCode, payload),
     );
     return reply.code(answer.statusCode).send(answer.body);

@@ -1,0 +1,51 @@
+import type { AppContext, BackgroundWorker } from '../context.js';
+import { periodicWorker } from '../lib/periodic.js';
+import * as repo from './repository.js';
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+
+export interface RetentionReport {
+  idempotency_keys: number;
+  rail_inbox: number;
+  events: number;
+  sim_payments: number;
+}
+
+/**
+ * One retention pass: each table is purged by age in batches of RETENTION_BATCH_SIZE rows, and
+ * each loops until a batch comes back short, so a pass removes everything past its window however
+ * much ingress there was since the last one. Windows (RETENTION_* variables):
+ *   idempotency records  RETENTION_IDEMPOTENCY_HOURS after their 24-hour window (default 0)
+ *   rail_inbox ids       RETENTION_RAIL_INBOX_DAYS (default 7)
+ *   outbox events, with their webhook deliveries and attempts, once every delivery is final
+ *                        RETENTION_EVENT_DAYS (default 30)
+ *   sim_payments         RETENTION_SIM_DAYS after settling or being rejected (default 100: past the
+ *                        90-day return window and the MED window)
+ */
+export async function runRetention(ctx: Pick<AppContext, 'db' | 'clock' | 'config'>): Promise<RetentionReport> {
+  const r = ctx.config.retention;
+  const now = ctx.clock.now().getTime();
+  const drain = async (purge: () => Promise<number>) => {
+    let total = 0;
+    for (;;) {
+      const n = await purge();
+      total += n;
+      if (n < r.batchSize) return total;
+    }
+  };
+  return {
+    idempotency_keys: await drain(() => repo.purgeIdempotencyKeys(ctx.db, new Date(now - r.idempotencyHours * HOUR_MS), r.batchSize)),
+    rail_inbox: await drain(() => repo.purgeRailInbox(ctx.db, new Date(now - r.railInboxDays * DAY_MS), r.batchSize)),
+    events: await drain(() => ctx.db.transaction((tx) => repo.purgeEvents(tx, new Date(now - r.eventDays * DAY_MS), r.batchSize))),
+    sim_payments: await drain(() => repo.purgeSimPayments(ctx.db, new Date(now - r.simDays * DAY_MS), r.batchSize)),
+  };
+}
+
+/** The one retention worker: a pass every RETENTION_INTERVAL_MS. */
+export function retentionWorker(ctx: AppContext): BackgroundWorker {
+  return periodicWorker('retention', ctx.config.retention.intervalMs, ctx.log, async () => {
+    const report = await runRetention(ctx);
+    if (Object.values(report).some((n) => n > 0)) ctx.log.info({ retention: report }, 'retention pass');
+  });
+}

@@ -1,0 +1,75 @@
+import type { AppContext } from '../context.js';
+import type { Sql } from '../db/db.js';
+import { emitEvent } from '../events/outbox.js';
+import { conflict, notFound, unprocessable } from '../http/errors.js';
+import { newUuid } from '../lib/ids.js';
+import { parseAllowedHosts } from './destination.js';
+import * as repo from './repository.js';
+import { createView, MAX_WEBHOOKS_PER_MERCHANT, validateWebhook } from './registration.js';
+
+/**
+ * What the merchant API, the merchant portal and the operator API do with webhooks, in one place:
+ * register, delete, re-send a delivery, fire `webhook.test`.
+ */
+
+export interface WebhookOwner {
+  merchantId: number;
+  /** The key's account; null for a merchant-wide key (the webhook is then global). */
+  accountId: number | null;
+  clientId: string;
+}
+
+/** Validates and registers a webhook (per-merchant limit under the merchant's lock). */
+export async function createWebhook(ctx: AppContext, owner: WebhookOwner, body: unknown, record: (tx: Sql, payload: ReturnType<typeof createView>) => Promise<void> = async () => {}) {
+  const input = validateWebhook(body, parseAllowedHosts(ctx.config.webhookAllowedHosts));
+  return ctx.db.transaction(async (tx) => {
+    await repo.lockMerchantWebhooks(tx, owner.merchantId);
+    if ((await repo.countLiveWebhooks(tx, owner.merchantId)) >= MAX_WEBHOOKS_PER_MERCHANT) {
+      throw unprocessable(`webhook limit reached: at most ${MAX_WEBHOOKS_PER_MERCHANT} webhooks per merchant`);
+    }
+    const row = await repo.insertWebhook(tx, {
+      id: newUuid(),
+      merchantId: owner.merchantId,
+      accountId: owner.accountId,
+      clientId: owner.clientId,
+      url: input.url,
+      events: input.events,
+      secret: input.secret,
+      description: input.description,
+      allowInsecure: input.allowInsecure,
+    });
+    const answer = createView(row);
+    await record(tx, answer);
+    return answer;
+  });
+}
+
+/** Soft-deletes a webhook of the scope; false when there is none (or it was deleted already). */
+export async function deleteWebhook(ctx: AppContext, scope: repo.WebhookScope, id: string): Promise<boolean> {
+  return ctx.db.transaction((tx) => repo.deleteWebhook(tx, scope, id.toLowerCase()));
+}
+
+/** Puts a finished delivery back in its queue (same delivery id); 409 when it is pending or the webhook deleted. */
+export async function resendDelivery(ctx: AppContext, webhook: repo.WebhookRow, deliveryId: string): Promise<void> {
+  if (webhook.deleted_at) throw conflict('webhook is deleted');
+  const before = await repo.findDelivery(ctx.db, webhook.id, deliveryId);
+  if (!before) throw notFound('delivery not found');
+  if (before.status === 'pending') throw conflict('delivery is already pending');
+  if (!(await repo.requeueDelivery(ctx.db, webhook.id, deliveryId))) throw conflict('delivery is already pending');
+}
+
+/** Fires `webhook.test` at one webhook (whether it subscribes or not); returns the delivery id. */
+export async function sendTestEvent(ctx: AppContext, webhook: repo.WebhookRow, from: 'administration' | 'merchant portal'): Promise<string> {
+  if (webhook.deleted_at) throw conflict('webhook is deleted');
+  if (!webhook.is_active) throw conflict('webhook is inactive (is_active: false): nothing is fired');
+  return ctx.db.transaction(async (tx) => {
+    const eventId = await emitEvent(tx, {
+      event: 'webhook.test',
+      merchantId: webhook.merchant_id,
+      accountId: webhook.account_id,
+      subject: `webhook:${webhook.id}`,
+      payload: { status: 'test', webhook_id: webhook.id, description: `Test delivery fired from the ${from}`, created_at: ctx.clock.now().toISOString() },
+    });
+    return repo.insertDirectDelivery(tx, webhook.id, eventId);
+  });
+}
