@@ -2,12 +2,14 @@ import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
 import { principal, recordAnswer } from '../external/pipeline.js';
 import * as merchants from '../merchants/repository.js';
+import { mount } from '../http/routeSpec.js';
+import { tefAdminApi, tefApi } from '../openapi/more.api.js';
 import { tefBadRequest } from './errors.js';
 import { parseTef, transfer } from './tef.js';
 
 /** POST /tef/transfers (transfer:write): a TEF from the key's account (docs/tef.md). */
 export async function tefRoutes(app: FastifyInstance, ctx: AppContext) {
-  app.post('/tef/transfers', { config: { permission: 'transfer:write' } }, async (req, reply) => {
+  mount(app, tefApi.transfer, async (req, reply) => {
     const command = parseTef(req.body);
     const { merchantId, accountId } = principal(req);
     const answer = await transfer(ctx, { merchantId, accountId }, command, (tx, status, body) => recordAnswer(req, tx, status, body));
@@ -17,7 +19,7 @@ export async function tefRoutes(app: FastifyInstance, ctx: AppContext) {
 
 /** POST /api/admin/tef/transfers: the same transfer on the operator's behalf, from `from_account_id`. */
 export async function tefAdminRoutes(app: FastifyInstance, ctx: AppContext) {
-  app.post('/tef/transfers', async (req, reply) => {
+  mount(app, tefAdminApi.transfer, async (req, reply) => {
     const body = req.body;
     if (body === null || typeof body !== 'object' || Array.isArray(body)) throw tefBadRequest({ body: ['must be a JSON object'] });
     const { from_account_id: from, ...rest } = body as Record<string, unknown>;
