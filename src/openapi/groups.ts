@@ -74,11 +74,14 @@ export const external: ApiGroup = {
     if (route.method !== 'GET' && route.method !== 'DELETE') {
       e[400] = { description: 'Malformed request, body required for the signature, bad v2 headers, Idempotency-Key too long', schemas: ANY_EXTERNAL };
       e[409] = { description: 'Idempotency-Key reused with another body or still in progress; v2 nonce reused', schemas: [PipelineError, WorkedFalseError] };
-      e[413] = { description: 'Body larger than 1 MiB', schemas: [BusinessError] };
-      e[415] = { description: 'Content-Type is not application/json', schemas: [PipelineError] };
       e[503] = { description: 'v2 replay protection unavailable (Retry-After: 5)', schemas: [WorkedFalseError] };
     } else {
       e[400] = { description: 'Malformed parameters', schemas: [BusinessError] };
+    }
+    // Any request but a GET may carry a body, so any of them may be refused for its size or type.
+    if (route.method !== 'GET') {
+      e[413] = { description: 'Body larger than 1 MiB', schemas: [BusinessError] };
+      e[415] = { description: 'Content-Type is not application/json', schemas: [PipelineError] };
     }
     return e;
   },
@@ -95,7 +98,8 @@ function operatorErrors(route: RouteSpec): CommonErrors {
     429: { description: 'Too many failed admin authentications from this address (Retry-After)', schemas: [BusinessError] },
     500: { description: 'Internal error', schemas: [BusinessError] },
   };
-  if (route.body) {
+  // Any request but a GET may carry a body (a route without one included), refused for its size or type.
+  if (route.method !== 'GET') {
     e[413] = { description: 'Body larger than 1 MiB', schemas: [BusinessError] };
     e[415] = { description: 'Content-Type is not application/json', schemas: [BusinessError] };
   }
@@ -141,7 +145,7 @@ export const central: ApiGroup = {
       500: all('INTERNAL_ERROR'),
     };
     if (route.path === '/health') e[503] = all('SERVICE_UNAVAILABLE: the database does not answer');
-    if (route.body) {
+    if (route.method !== 'GET') {
       e[413] = all('PAYLOAD_TOO_LARGE');
       e[415] = all('UNSUPPORTED_MEDIA_TYPE');
     }
