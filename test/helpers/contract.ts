@@ -56,6 +56,25 @@ function paramValidator(key: string, params: Json[], where: 'query' | 'path'): V
   return v;
 }
 
+/**
+ * Query and path values as OpenAPI reads them (style `form`/`simple`): a parameter declared integer,
+ * number or boolean is that value's text. Only exact texts convert (`12`, `-3`, `1.5`, `true`);
+ * anything else stays a string and fails the parameter's type.
+ */
+function deserialize(values: unknown, params: Json[], where: 'query' | 'path'): unknown {
+  if (values === null || typeof values !== 'object') return values;
+  const types = new Map(params.filter((p) => p.in === where).map((p) => [p.name as string, p.schema?.type as string | undefined]));
+  const out: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(values as Record<string, unknown>)) {
+    const type = types.get(name);
+    if (typeof value === 'string' && type === 'integer' && /^-?\d{1,16}$/.test(value)) out[name] = Number(value);
+    else if (typeof value === 'string' && type === 'number' && /^-?\d{1,16}(\.\d{1,16})?$/.test(value)) out[name] = Number(value);
+    else if (typeof value === 'string' && type === 'boolean' && (value === 'true' || value === 'false')) out[name] = value === 'true';
+    else out[name] = value;
+  }
+  return out;
+}
+
 function record(req: FastifyRequest, status: number, contentType: string | undefined, payload: unknown): void {
   const url = req.routeOptions?.url;
   if (!url) return;
@@ -92,10 +111,10 @@ function record(req: FastifyRequest, status: number, contentType: string | undef
     const params = (op.parameters ?? []) as Json[];
     const key = `${req.method} ${path}`;
     const pv = paramValidator(`${key} path`, params, 'path');
-    if (!pv(req.params ?? {})) violations.push(`${where} request path parameters: ${JSON.stringify(pv.errors)} in ${JSON.stringify(req.params)}`);
+    if (!pv(deserialize(req.params ?? {}, params, 'path'))) violations.push(`${where} request path parameters: ${JSON.stringify(pv.errors)} in ${JSON.stringify(req.params)}`);
     if (!camel) {
       const qv = paramValidator(`${key} query`, params, 'query');
-      if (!qv(req.query ?? {})) violations.push(`${where} request query: ${JSON.stringify(qv.errors)} in ${JSON.stringify(req.query)}`);
+      if (!qv(deserialize(req.query ?? {}, params, 'query'))) violations.push(`${where} request query: ${JSON.stringify(qv.errors)} in ${JSON.stringify(req.query)}`);
     }
     if (op.requestBody && req.body !== undefined && req.body !== null) {
       check(`${where} request body`, `${base}/requestBody/content/application~1json/schema`, req.body);
