@@ -201,6 +201,11 @@ export class Pixgate<C extends KeyCase = 'snake'> {
     keys: (): Promise<Cased<T.PixKeyList, C>> => this.call('GET', '/pix/keys'),
   };
 
+  // ---- TEF (transfers between accounts of this institution) ----
+  readonly tef = {
+    transfer: (input: Cased<T.TefInput, C>, options?: RequestOptions): Promise<Cased<T.TefResult, C>> => this.call('POST', '/tef/transfers', { ...options, body: input }),
+  };
+
   // ---- statement and transactions ----
   statement(params: Cased<T.ListParams, C> = {} as Cased<T.ListParams, C>): Promise<Cased<T.Page<T.StatementItem>, C>> {
     return this.call('GET', '/statement', { query: params as RequestOptions['query'] });

@@ -12,6 +12,7 @@ export const SDK_ROUTES = [
   ['POST', '/pix/cash-in'],
   ['GET', '/pix/cash-in/:id'],
   ['GET', '/pix/keys'],
+  ['POST', '/tef/transfers'],
   ['GET', '/statement'],
   ['GET', '/transactions'],
   ['GET', '/transactions/:id'],

@@ -47,6 +47,29 @@ export interface CashOutResult extends Open {
   amount: number;
 }
 
+export interface TefInput {
+  /** Integer cents. */
+  amount: number;
+  /** An account of your merchant; or send `pix_key`. */
+  account_id?: number;
+  /** A PIX key of an account of this institution; or send `account_id`. */
+  pix_key?: string;
+  pix_key_type?: PixKeyType;
+  description?: string;
+  external_id?: string;
+}
+
+export interface TefResult extends Open {
+  worked: true;
+  final: true;
+  transaction_id: string;
+  external_id: string | null;
+  amount: number;
+  status: 'settled';
+  from_account_id: number;
+  to_account_id: number | null;
+}
+
 export interface RefundInput {
   original_transaction_id?: string;
   original_e2e_id?: string;
