@@ -81,7 +81,8 @@ export const external: ApiGroup = {
     // Any request but a GET may carry a body, so any of them may be refused for its size or type.
     if (route.method !== 'GET') {
       e[413] = { description: 'Body larger than 1 MiB', schemas: [BusinessError] };
-      e[415] = { description: 'Content-Type is not application/json', schemas: [PipelineError] };
+      // The pipeline's Content-Type stage answers POSTs; on a DELETE the body parser refuses it (business shape).
+      e[415] = { description: 'Content-Type is not application/json', schemas: [route.method === 'DELETE' ? BusinessError : PipelineError] };
     }
     return e;
   },
