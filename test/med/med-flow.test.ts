@@ -133,7 +133,8 @@ describe.each(BACKENDS)('MED flow on %s', (backend) => {
       status: 'CLOSED',
       decision: 'accepted',
       resolved_at: expect.stringMatching(ISO),
-      refund: { status: 'processing', transaction_id: expect.stringMatching(/^MEDRET\d{14}[A-Z0-9]{10}$/), end_to_end_id: expect.stringMatching(/^D99999999\d{12}[A-Z0-9]{11}$/), amount: 850_000 },
+      // The simulator settles 30 ms after the order: on a busy machine the answer may already say so.
+      refund: { status: expect.stringMatching(/^(processing|settled)$/), transaction_id: expect.stringMatching(/^MEDRET\d{14}[A-Z0-9]{10}$/), end_to_end_id: expect.stringMatching(/^D99999999\d{12}[A-Z0-9]{11}$/), amount: 850_000 },
     });
     const refundId: string = resolved.body.refund.transaction_id;
     // While the return is in flight its money stays blocked.

@@ -17,7 +17,9 @@ describe('signature property over HTTP', () => {
 
   it('a client signing canonical(obj) is accepted whatever key order, whitespace or escapes it sends; any one-value change is rejected', async () => {
     await fc.assert(
-      fc.asyncProperty(jsonObject, fc.integer(), fc.nat(), async (obj, seed, pick) => {
+      // Bodies holding U+0000 are refused at the edge (PostgreSQL text cannot store it; see
+      // test/hostile.test.ts), so they are not signed bodies the server accepts.
+      fc.asyncProperty(jsonObject.filter((o) => !JSON.stringify(o).includes('\\u0000')), fc.integer(), fc.nat(), async (obj, seed, pick) => {
         let x = seed >>> 0 || 1;
         const rand = () => ((x = (x * 1103515245 + 12345) >>> 0) % 1_000_000) / 1_000_000;
         const signature = signV1(m.client.clientSecret, canonicalStringify(obj));

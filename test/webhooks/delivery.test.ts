@@ -330,7 +330,10 @@ describe.each(BACKENDS)('webhook deliveries on %s', (backend) => {
       }
     });
     await settled(hook.id, 40);
-    expect(r.received).toHaveLength(40);
+    // Each of the 40 deliveries arrived. At least once: on a starved machine a 4 s lease (twice this
+    // file's 1.5 s timeout, plus 1 s) can run out before a result is recorded, and that delivery is
+    // sent again under the same X-Service-Delivery id.
+    expect(new Set(r.received.map((x) => x.headers['x-service-delivery'])).size).toBe(40);
     expect(most).toBeGreaterThan(1);
     expect(most).toBeLessThanOrEqual(16);
   });
