@@ -27,6 +27,81 @@ export interface Database extends Sql {
   close(): Promise<void>;
   /** Connection pool figures (PostgreSQL only), read by the metrics at scrape time. */
   poolStats?(): { total: number; idle: number; waiting: number };
+  /**
+   * Subscribes to the notification channel `name` of this database's schema (see `notify`). The
+   * handler gets each payload; it gets `null` when notifications may have been missed (the
+   * listening connection was lost and is back), so a cache must flush and a worker must look for
+   * work. Handlers run after the sending transaction has committed. Resolves once listening;
+   * the result unsubscribes.
+   */
+  listen(name: string, handler: (payload: string | null) => void): Promise<() => Promise<void>>;
+}
+
+/**
+ * Notification channels are per schema: `<current_schema()>__<name>`. Tests (and operators) run
+ * several pixgate databases as schemas of one PostgreSQL database, and LISTEN/NOTIFY channels are
+ * database-wide, so the schema keeps them apart.
+ */
+export const CHANNEL_SQL = `current_schema() || '__' || $1`;
+
+/** The full channel name of `name` in `schema` (names are lower-case identifiers: [a-z0-9_]). */
+export function channelName(schema: string, name: string): string {
+  if (!/^[a-z0-9_]+$/.test(name)) throw new Error(`invalid notification channel name: ${name}`);
+  return `${schema}__${name}`;
+}
+
+/**
+ * Sends `payload` on the channel `name` of the current schema. Inside a transaction it is
+ * delivered when the transaction commits, and not at all if it rolls back (PostgreSQL semantics),
+ * so a wake-up or an invalidation never runs ahead of the data it is about. Payloads are short
+ * (PostgreSQL caps them at 8000 bytes); identical payloads in one transaction are delivered once.
+ */
+export async function notify(sql: Sql, name: string, payload = ''): Promise<void> {
+  await sql.query(`SELECT pg_notify(${CHANNEL_SQL}, $2)`, [name, payload]);
+}
+
+/** Bookkeeping of listeners shared by both drivers: channel name -> handlers. */
+export class ListenerSet {
+  private readonly handlers = new Map<string, Set<(payload: string | null) => void>>();
+
+  add(channel: string, handler: (payload: string | null) => void): { first: boolean; remove: () => boolean } {
+    let set = this.handlers.get(channel);
+    const first = set === undefined;
+    if (!set) this.handlers.set(channel, (set = new Set()));
+    set.add(handler);
+    return {
+      first,
+      remove: () => {
+        set!.delete(handler);
+        if (set!.size > 0) return false;
+        this.handlers.delete(channel);
+        return true;
+      },
+    };
+  }
+
+  channels(): string[] {
+    return [...this.handlers.keys()];
+  }
+
+  dispatch(channel: string, payload: string | null): void {
+    for (const handler of this.handlers.get(channel) ?? []) {
+      try {
+        handler(payload);
+      } catch {
+        // a handler's failure is its own; the others still run
+      }
+    }
+  }
+
+  dispatchAll(payload: null): void {
+    for (const channel of this.channels()) this.dispatch(channel, payload);
+  }
+}
+
+/** A channel name as an SQL identifier (LISTEN takes no parameters). */
+export function quoteChannel(channel: string): string {
+  return `"${channel.replace(/"/g, '""')}"`;
 }
 
 const commitHooks = new WeakMap<Sql, (() => void)[]>();

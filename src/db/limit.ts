@@ -38,6 +38,7 @@ export function limitConcurrency(db: Database, max: number): Database {
     exec: (script) => limited(() => db.exec(script)),
     transaction: (fn) => limited(() => db.transaction(fn)),
     ping: () => db.ping(),
+    listen: (name, handler) => db.listen(name, handler),
     close: () => db.close(),
   };
 }

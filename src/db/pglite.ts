@@ -1,7 +1,7 @@
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
-import { commitHooksFor, INT8_OID, parseInt8, type Database, type Sql } from './db.js';
+import { channelName, commitHooksFor, INT8_OID, parseInt8, quoteChannel, type Database, type Sql } from './db.js';
 
 export interface PgliteOptions {
   /** A folder, or `memory://` for a throwaway in-memory database. */
@@ -68,6 +68,15 @@ export async function openPglite(options: PgliteOptions): Promise<PgliteDatabase
     },
     async ping() {
       await pg.query('SELECT 1');
+    },
+    async listen(name, handler) {
+      const schema = (await pg.query<{ s: string }>('SELECT current_schema() AS s')).rows[0]!.s;
+      // PGlite delivers a notification to the same (only) connection after the sending
+      // transaction commits; the channel name is an identifier, so it is quoted here.
+      const unsubscribe = await pg.listen(quoteChannel(channelName(schema, name)), (payload) => handler(payload ?? ''));
+      return async () => {
+        if (!closed) await unsubscribe();
+      };
     },
     async dump() {
       return (await pg.dumpDataDir('none')) as Blob;

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { commitHooksFor, INT8_OID, parseInt8, RETRYABLE_STATES, sqlState, type Database, type Sql } from './db.js';
+import { channelName, commitHooksFor, INT8_OID, ListenerSet, parseInt8, quoteChannel, RETRYABLE_STATES, sqlState, type Database, type Sql } from './db.js';
 
 export interface PostgresOptions {
   url: string;
@@ -45,8 +45,10 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
   const run = async <R>(client: pg.Pool | pg.PoolClient, text: string, params: readonly unknown[] = []) =>
     (await client.query(text, params as unknown[])).rows as R[];
   let closed = false;
+  const listener = notificationClient(options, () => closed);
   return {
     dialect: 'postgres',
+    listen: (name, handler) => listener.listen(name, handler),
     query: (text, params) => run(pool, text, params),
     async transaction(fn) {
       for (let attempt = 1; ; attempt++) {
@@ -96,7 +98,95 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
     async close() {
       if (closed) return;
       closed = true;
+      await listener.close();
       await pool.end();
+    },
+  };
+}
+
+/**
+ * One dedicated connection (outside the pool) per Database for LISTEN. It connects on the first
+ * `listen`, and when it is lost (restart, terminate) it reconnects with backoff, listens again on
+ * every channel and tells every handler `null`: notifications sent meanwhile are gone.
+ */
+function notificationClient(options: PostgresOptions, isClosed: () => boolean) {
+  const listeners = new ListenerSet();
+  let client: pg.Client | undefined;
+  let connecting: Promise<pg.Client> | undefined;
+  let schema = 'public';
+  let retryTimer: NodeJS.Timeout | undefined;
+  let backoffMs = 100;
+
+  const connect = (): Promise<pg.Client> => {
+    if (client) return Promise.resolve(client);
+    connecting ??= (async () => {
+      const c = new pg.Client({
+        connectionString: options.url,
+        application_name: `${options.applicationName ?? 'pixgate'}-listen`,
+        connectionTimeoutMillis: 10_000,
+        ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+      });
+      c.on('error', () => {}); // followed by 'end', handled below
+      try {
+        await c.connect();
+        schema = (await c.query<{ s: string }>('SELECT current_schema() AS s')).rows[0]!.s;
+        for (const name of listeners.channels()) await c.query(`LISTEN ${quoteChannel(channelName(schema, name))}`);
+      } catch (err) {
+        void c.end().catch(() => {});
+        throw err;
+      }
+      c.on('notification', (n) => {
+        const prefix = `${schema}__`;
+        if (n.channel.startsWith(prefix)) listeners.dispatch(n.channel.slice(prefix.length), n.payload ?? '');
+      });
+      c.once('end', () => {
+        if (client === c) client = undefined;
+        if (!isClosed() && listeners.channels().length > 0) scheduleReconnect();
+      });
+      client = c;
+      backoffMs = 100;
+      return c;
+    })().finally(() => {
+      connecting = undefined;
+    });
+    return connecting;
+  };
+
+  const scheduleReconnect = () => {
+    if (retryTimer || isClosed()) return;
+    retryTimer = setTimeout(async () => {
+      retryTimer = undefined;
+      try {
+        await connect();
+        listeners.dispatchAll(null); // whatever was sent while we were away is lost: look again
+      } catch {
+        backoffMs = Math.min(backoffMs * 2, 5_000);
+        scheduleReconnect();
+      }
+    }, backoffMs);
+    retryTimer.unref();
+  };
+
+  return {
+    async listen(name: string, handler: (payload: string | null) => void): Promise<() => Promise<void>> {
+      const entry = listeners.add(name, handler);
+      if (entry.first && client) await client.query(`LISTEN ${quoteChannel(channelName(schema, name))}`);
+      else if (!client) {
+        try {
+          await connect(); // listens on every channel, this one included
+        } catch {
+          scheduleReconnect(); // the handler hears `null` once the connection is back
+        }
+      }
+      return async () => {
+        if (entry.remove() && client) await client.query(`UNLISTEN ${quoteChannel(channelName(schema, name))}`).catch(() => {});
+      };
+    },
+    async close() {
+      if (retryTimer) clearTimeout(retryTimer);
+      const c = client ?? (await connecting?.catch(() => undefined));
+      client = undefined;
+      await c?.end().catch(() => {});
     },
   };
 }
