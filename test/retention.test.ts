@@ -30,7 +30,7 @@ describe.each(BACKENDS)('retention on %s', (backend) => {
     const s = await startTestServer({ backend, workers: false, env: { RETENTION_BATCH_SIZE: '2' } });
     try {
       const db = s.ctx.db;
-      const [{ id: merchantId }] = await db.query<{ id: number }>(`INSERT INTO merchants (name, document) VALUES ('Retention', '11444777000161') RETURNING id`);
+      const merchantId = (await db.query<{ id: number }>(`INSERT INTO merchants (name, document) VALUES ('Retention', '11444777000161') RETURNING id`))[0]!.id;
       const hour = 3_600_000;
       const insert = (key: string, status: 'completed' | 'in_progress', expiresAt: Date) =>
         db.query(
