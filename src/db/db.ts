@@ -35,6 +35,38 @@ export interface Database extends Sql {
    * the result unsubscribes.
    */
   listen(name: string, handler: (payload: string | null) => void): Promise<() => Promise<void>>;
+  /**
+   * Statements sent so far by this database and its views, by source (`counted`): every query,
+   * every statement of a transaction including BEGIN and COMMIT/ROLLBACK (a retried transaction
+   * counts again), `exec` and `ping` as one each, and the LISTEN bookkeeping under `listen`. Read
+   * by the metrics at scrape time (`pixgate_db_statements_total`).
+   */
+  statements(): Readonly<Record<string, number>>;
+  /**
+   * The same database (same pool, same connection, same listeners) whose statements count under
+   * `source` (`request` for the database itself; server.ts gives `background` to the workers and
+   * `rail` to the simulated rail). Closing a view closes the database.
+   */
+  counted(source: string): Database;
+}
+
+/**
+ * Statement counts of one database, shared by its counted views: one cell per source, so counting
+ * a statement is one property increment.
+ */
+export class StatementCounts {
+  private readonly cells = new Map<string, { n: number }>();
+
+  cell(source: string): { n: number } {
+    if (!/^[a-z_]+$/.test(source)) throw new Error(`invalid statement source: ${source}`);
+    let cell = this.cells.get(source);
+    if (!cell) this.cells.set(source, (cell = { n: 0 }));
+    return cell;
+  }
+
+  snapshot(): Record<string, number> {
+    return Object.fromEntries([...this.cells].map(([source, cell]) => [source, cell.n]));
+  }
 }
 
 /**
