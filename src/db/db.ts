@@ -92,6 +92,29 @@ export async function notify(sql: Sql, name: string, payload = ''): Promise<void
   await sql.query(`SELECT pg_notify(${CHANNEL_SQL}, $2)`, [name, payload]);
 }
 
+const localWakes = new WeakMap<Sql, (name: string) => void>();
+
+/**
+ * Wakes this process's listeners of `name` on the database of `sql` (handler payload `''`) once the
+ * transaction of `sql` commits — never if it rolls back; at once when `sql` is not a transaction
+ * (its statements have committed). No statement, no round trip and no PostgreSQL notification: the
+ * cheap wake-up for hot paths (a NOTIFY makes every notifying commit of the cluster wait for one
+ * global lock, which would serialize the money path). Other processes are not told; they rely on a
+ * `notify` sent elsewhere or on their safety-net poll.
+ */
+export function wakeLocal(sql: Sql, name: string): void {
+  const dispatch = localWakes.get(sql);
+  if (!dispatch) return; // a handle no driver made (a test's wrapper): the safety net finds the work
+  const hooks = commitHooks.get(sql);
+  if (hooks) hooks.push(() => dispatch(name));
+  else dispatch(name);
+}
+
+/** For Database implementations: `wakeLocal(sql, name)` calls `dispatch(name)`. */
+export function localWakesFor(sql: Sql, dispatch: (name: string) => void): void {
+  localWakes.set(sql, dispatch);
+}
+
 /** Bookkeeping of listeners shared by both drivers: channel name -> handlers. */
 export class ListenerSet {
   private readonly handlers = new Map<string, Set<(payload: string | null) => void>>();

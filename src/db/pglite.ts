@@ -1,7 +1,7 @@
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
-import { channelName, commitHooksFor, INT8_OID, parseInt8, quoteChannel, StatementCounts, type Database, type Sql } from './db.js';
+import { channelName, commitHooksFor, INT8_OID, ListenerSet, localWakesFor, parseInt8, quoteChannel, StatementCounts, type Database, type Sql } from './db.js';
 
 export interface PgliteOptions {
   /** A folder, or `memory://` for a throwaway in-memory database. */
@@ -43,6 +43,8 @@ export async function openPglite(options: PgliteOptions): Promise<PgliteDatabase
   }
   const counts = new StatementCounts();
   const listenCell = counts.cell('listen');
+  const local = new ListenerSet(); // the same handlers, for wakeLocal
+  const wakeLocal = (name: string) => local.dispatch(name, '');
   let closed = false;
   // One view per statement source (Database.counted); all share the one PGlite instance.
   const views = new Map<string, PgliteDatabase>();
@@ -72,6 +74,7 @@ export async function openPglite(options: PgliteOptions): Promise<PgliteDatabase
         const result = await pg.transaction((tx) => {
           const handle = wrap(tx);
           committed = commitHooksFor(handle);
+          localWakesFor(handle, wakeLocal);
           return fn(handle);
         });
         committed();
@@ -87,7 +90,9 @@ export async function openPglite(options: PgliteOptions): Promise<PgliteDatabase
         // PGlite delivers a notification to the same (only) connection after the sending
         // transaction commits; the channel name is an identifier, so it is quoted here.
         const unsubscribe = await pg.listen(quoteChannel(channelName(schema, name)), (payload) => handler(payload ?? ''));
+        const entry = local.add(name, handler);
         return async () => {
+          entry.remove();
           if (closed) return;
           listenCell.n++;
           await unsubscribe();
@@ -108,6 +113,7 @@ export async function openPglite(options: PgliteOptions): Promise<PgliteDatabase
         }
       },
     };
+    localWakesFor(db, wakeLocal);
     views.set(source, db);
     return db;
   };

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { channelName, commitHooksFor, INT8_OID, ListenerSet, parseInt8, quoteChannel, RETRYABLE_STATES, sqlState, StatementCounts, type Database, type Sql } from './db.js';
+import { channelName, commitHooksFor, INT8_OID, ListenerSet, parseInt8, localWakesFor, quoteChannel, RETRYABLE_STATES, sqlState, StatementCounts, type Database, type Sql } from './db.js';
 
 export interface PostgresOptions {
   url: string;
@@ -75,6 +75,7 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
               exec: async (script) => void (await run(client, script)),
             };
             const committed = commitHooksFor(tx);
+            localWakesFor(tx, listener.wakeLocal);
             const result = await fn(tx);
             await run(client, 'COMMIT');
             committed();
@@ -113,6 +114,7 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
         await pool.end();
       },
     };
+    localWakesFor(db, listener.wakeLocal);
     views.set(source, db);
     return db;
   };
@@ -206,6 +208,7 @@ function notificationClient(options: PostgresOptions, isClosed: () => boolean, c
         }
       };
     },
+    wakeLocal: (name: string) => listeners.dispatch(name, ''),
     async close() {
       if (retryTimer) clearTimeout(retryTimer);
       const c = client ?? (await connecting?.catch(() => undefined));

@@ -1,6 +1,14 @@
-import type { Sql } from '../db/db.js';
+import { notify, type Sql } from '../db/db.js';
 
 /** SQL of the webhooks domain: registrations, fan-out of the outbox, delivery claims and results. */
+
+/**
+ * Wake-up channels of the delivery engine (docs/decisions.md, "Idle: wake-ups instead of polling"):
+ *   outbox            an event was written (wakeLocal from emitEvent: this process's dispatcher)
+ *   webhook_delivery  a delivery became due now (NOTIFY: the senders of every process)
+ *   events            events were fanned out (NOTIFY: the live event streams of every process)
+ */
+export const WAKE = { outbox: 'outbox', delivery: 'webhook_delivery', events: 'events' } as const;
 
 export interface WebhookRow {
   id: string;
@@ -105,8 +113,9 @@ export async function setWebhookActive(tx: Sql, id: string, active: boolean): Pr
     [id, active],
   );
   if (!row) return undefined;
-  if (active) await promoteStrandedHeads(tx, id);
-  else {
+  if (active) {
+    if ((await promoteStrandedHeads(tx, id)) > 0) await notify(tx, WAKE.delivery);
+  } else {
     await tx.query(
       `UPDATE webhook_deliveries SET ready = false, updated_at = now()
         WHERE webhook_id = $1 AND status = 'pending' AND ready AND claim_token IS NULL`,
@@ -198,6 +207,13 @@ export async function dispatchOutbox(tx: Sql, limit: number, aliases: ReadonlyAr
     [ids, aliases.map((a) => a[0]), aliases.map((a) => a[1])],
   );
   await tx.query('UPDATE outbox_events SET dispatched_at = now() WHERE id = ANY($1::bigint[])', [ids]);
+  // One NOTIFY per batch, delivered at COMMIT: the senders of other processes (this process's
+  // sender is woken directly) and the live event streams of every process look at once.
+  await tx.query(`SELECT pg_notify(current_schema() || '__' || $1, ''), CASE WHEN $3 THEN pg_notify(current_schema() || '__' || $2, '') END`, [
+    WAKE.events,
+    WAKE.delivery,
+    inserted.length > 0,
+  ]);
   return { events: ids.length, names: claimed.map((r) => r.event), deliveries: inserted.length };
 }
 
@@ -265,6 +281,22 @@ export async function claimDeliveries(
                 w.url, w.secret, o.payload, o.created_at AS event_created_at`,
     [options.limit, options.perWebhook, full, options.claimToken, options.leaseMs, partial.map((p) => p[0]), partial.map((p) => p[1])],
   );
+}
+
+/**
+ * Milliseconds until the earliest pending, ready delivery of a live, active webhook is due (<= 0:
+ * due already; null: none), as the database's clock sees it; webhooks in `exclude` (no room in
+ * the caller) are left out. Includes leased deliveries: a lease running out makes one due again.
+ */
+export async function nextDueInMs(sql: Sql, exclude: readonly string[]): Promise<number | null> {
+  const [row] = await sql.query<{ ms: number | null }>(
+    `SELECT (extract(epoch FROM min(d.next_attempt_at) - now()) * 1000)::float8 AS ms
+       FROM webhook_deliveries d
+      WHERE d.status = 'pending' AND d.ready AND NOT (d.webhook_id = ANY($1::uuid[]))
+        AND EXISTS (SELECT 1 FROM webhooks w WHERE w.id = d.webhook_id AND w.is_active AND w.deleted_at IS NULL)`,
+    [exclude],
+  );
+  return row?.ms ?? null;
 }
 
 /**
@@ -466,6 +498,7 @@ export async function requeueDelivery(sql: Sql, webhookId: string, deliveryId: s
       RETURNING id`,
     [webhookId, deliveryId],
   );
+  if (rows.length === 1) await notify(sql, WAKE.delivery);
   return rows.length === 1;
 }
 
@@ -478,5 +511,6 @@ export async function insertDirectDelivery(tx: Sql, webhookId: string, outboxEve
     [webhookId, outboxEventId],
   );
   await tx.query('UPDATE outbox_events SET dispatched_at = now() WHERE event_id = $1', [outboxEventId]);
+  await notify(tx, WAKE.delivery);
   return row!.id;
 }
