@@ -114,7 +114,8 @@ export async function setWebhookActive(tx: Sql, id: string, active: boolean): Pr
   );
   if (!row) return undefined;
   if (active) {
-    if ((await promoteStrandedHeads(tx, id)) > 0) await notify(tx, WAKE.delivery);
+    await promoteStrandedHeads(tx, id);
+    await notify(tx, WAKE.delivery); // its ready deliveries are due again (the senders left them out)
   } else {
     await tx.query(
       `UPDATE webhook_deliveries SET ready = false, updated_at = now()
@@ -163,6 +164,8 @@ export interface DispatchResult {
   /** Names of the events fanned out (metrics count them here: once, after commit). */
   names: string[];
   deliveries: number;
+  /** Deliveries written not ready (behind an earlier pending delivery of their subject). */
+  followers: number;
 }
 
 /**
@@ -177,11 +180,11 @@ export async function dispatchOutbox(tx: Sql, limit: number, aliases: ReadonlyAr
     `SELECT id, event FROM outbox_events WHERE dispatched_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,
     [limit],
   );
-  if (claimed.length === 0) return { events: 0, names: [], deliveries: 0 };
+  if (claimed.length === 0) return { events: 0, names: [], deliveries: 0, followers: 0 };
   const ids = claimed.map((r) => r.id);
   // A delivery is born ready (head of its subject queue for the webhook) when it is the batch's first
   // of its subject and nothing earlier of the subject is pending or still waiting for fan-out.
-  const inserted = await tx.query(
+  const inserted = await tx.query<{ ready: boolean }>(
     `INSERT INTO webhook_deliveries (webhook_id, outbox_id, event, subject, ready)
      SELECT m.webhook_id, m.outbox_id, m.event, m.subject,
             m.rn = 1
@@ -203,7 +206,7 @@ export async function dispatchOutbox(tx: Sql, limit: number, aliases: ReadonlyAr
                                  WHERE a.target = e.event AND a.alias = ANY(w.events)))) m
       ORDER BY m.outbox_id
      ON CONFLICT (webhook_id, outbox_id) DO NOTHING
-     RETURNING id`,
+     RETURNING ready`,
     [ids, aliases.map((a) => a[0]), aliases.map((a) => a[1])],
   );
   await tx.query('UPDATE outbox_events SET dispatched_at = now() WHERE id = ANY($1::bigint[])', [ids]);
@@ -214,7 +217,7 @@ export async function dispatchOutbox(tx: Sql, limit: number, aliases: ReadonlyAr
     WAKE.delivery,
     inserted.length > 0,
   ]);
-  return { events: ids.length, names: claimed.map((r) => r.event), deliveries: inserted.length };
+  return { events: ids.length, names: claimed.map((r) => r.event), deliveries: inserted.length, followers: inserted.filter((r) => !r.ready).length };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -66,6 +66,8 @@ export const DEFAULTS = {
   perWebhook: 16,
   dispatchBatch: 200,
   stopGraceMs: 2_000,
+  /** A batch that wrote followers (deliveries not ready) is followed by a repair this soon. */
+  followerRepairMs: 250,
   /** Least time between two fan-out transactions (a wake-up per committed event is gathered). */
   dispatchSpacingMs: 10,
   /** How long a result waits for others to be written with it. */
@@ -133,9 +135,11 @@ class OutboxDispatcher implements BackgroundWorker {
 
   private async loop_() {
     let lastTick = 0;
-    // Repairs run on a tick at most every repairEveryMs (and on the first): every few seconds
-    // while events flow, at the safety net's pace when idle.
+    // Repairs: on the first tick; soon after a batch that wrote followers (a delivery not ready:
+    // its head may have finished in a transaction that could not see it); every repairEveryMs
+    // while events flow; and on safety-net ticks when idle.
     let lastRepair = -Infinity;
+    let repairAt = 0;
     while (!this.stopped) {
       // Under load every committed event wakes the loop: ticks at most every dispatchSpacingMs
       // gather them in batches (one transaction per batch, not per event).
@@ -145,13 +149,16 @@ class OutboxDispatcher implements BackgroundWorker {
       let more = false;
       try {
         const r = await this.ctx.db.transaction((tx) => repo.dispatchOutbox(tx, this.batch, EVENT_ALIASES));
+        const now = Date.now();
         if (r.events > 0) {
           this.ctx.metrics?.eventsDispatched(r.names);
           this.onDispatched();
+          repairAt = Math.min(repairAt, now + (r.followers > 0 ? DEFAULTS.followerRepairMs : this.repairEveryMs));
         }
         more = r.events === this.batch;
-        if (Date.now() - lastRepair >= this.repairEveryMs) {
-          lastRepair = Date.now();
+        if (now >= repairAt || now - lastRepair >= this.repairEveryMs) {
+          lastRepair = now;
+          repairAt = Infinity;
           if ((await repo.promoteStrandedHeads(this.ctx.db)) > 0) this.onDispatched();
         }
       } catch (err) {
@@ -159,7 +166,7 @@ class OutboxDispatcher implements BackgroundWorker {
         await this.waker.sleep(1_000);
         continue;
       }
-      if (!more) await this.waker.sleep(this.safetyNetMs);
+      if (!more) await this.waker.sleep(Math.max(0, Math.min(this.safetyNetMs, repairAt - Date.now())));
     }
   }
 }
