@@ -18,6 +18,13 @@ export const MAX_STREAMS_PER_MERCHANT = 5;
  */
 export const STREAM_MIN_SPACING_MS = 100;
 export const STREAM_SAFETY_NET_MS = 5_000;
+/**
+ * After a wake-up a stream keeps reading every STREAM_FOLLOW_UP_MS for STREAM_FOLLOW_UP_FOR_MS: an
+ * event is held back while an older transaction is still running (feed.ts), and that
+ * transaction's end may wake nobody.
+ */
+export const STREAM_FOLLOW_UP_MS = 250;
+export const STREAM_FOLLOW_UP_FOR_MS = 2_000;
 /** The channels that wake live streams (src/webhooks/repository.ts WAKE). */
 const STREAM_WAKE = ['outbox', 'events'] as const;
 /** A comment line keeps proxies from closing an idle stream. */
@@ -107,7 +114,11 @@ export async function eventFeedRoutes(app: FastifyInstance, ctx: AppContext) {
     open.add(end);
     req.raw.on('close', end);
     res.on('close', end);
-    const wake = () => waker.wake();
+    let wokenAt = 0;
+    const wake = () => {
+      wokenAt = Date.now();
+      waker.wake();
+    };
     wakes.add(wake);
 
     // A slow reader is not buffered without bound: the loop waits for the socket to drain.
@@ -144,7 +155,8 @@ export async function eventFeedRoutes(app: FastifyInstance, ctx: AppContext) {
           res.write(': keep-alive\n\n');
           lastWrite = Date.now();
         }
-        await waker.sleep(Math.min(STREAM_SAFETY_NET_MS, STREAM_HEARTBEAT_MS - (Date.now() - lastWrite)));
+        const followUp = Date.now() - wokenAt < STREAM_FOLLOW_UP_FOR_MS;
+        await waker.sleep(followUp ? STREAM_FOLLOW_UP_MS : Math.min(STREAM_SAFETY_NET_MS, STREAM_HEARTBEAT_MS - (Date.now() - lastWrite)));
       }
     } catch (err) {
       req.log.error({ err }, 'event stream failed');
