@@ -7,7 +7,7 @@
  * autocommit statement is one transaction there, an explicit transaction one in all). Figures only.
  *
  *   BENCH_DATABASE_URL  postgres://postgres@127.0.0.1:5432/postgres (a database is created next to it)
- *   WEB_CONCURRENCY     1
+ *   WEB_CONCURRENCY     1 (above 1 needs REDIS_URL, passed on)
  *   IDLE_SECONDS        10
  *   SETTLE_SECONDS      5
  */
@@ -52,6 +52,7 @@ async function main() {
     ADMIN_TOKEN: 'bench-idle-admin-token-0123456789',
     LOG_LEVEL: 'info',
     APP_ENV: 'local',
+    ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
   });
   const xacts = async () => {
     const [row] = (await admin.query<{ n: string }>(`SELECT pg_stat_clear_snapshot(), xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = $1`, [dbName])).rows;
