@@ -97,7 +97,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     rail: instrumentRail(
       withDeadline(
         new SimulatedRail({
-          db,
+          db: db.counted('rail'), // the simulated bank's statements count apart from pixgate's own
           institutionIspb: config.institutionIspb,
           institutionName: INSTITUTION_NAME,
           clock,
@@ -119,7 +119,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   };
   // Background work runs on a view of the database limited to DATABASE_BACKGROUND_POOL_MAX
   // connections at once, so it can never take the whole pool from requests (src/db/limit.ts).
-  const background: AppContext = { ...ctx, db: limitConcurrency(db, config.db.backgroundPoolMax) };
+  const background: AppContext = { ...ctx, db: limitConcurrency(db.counted('background'), config.db.backgroundPoolMax) };
   ctx.workers.push(retentionWorker(background));
   ctx.workers.push(...chargeWorkers(background));
   // The rail delivers its outcomes to the PIX domain; its own loops (the simulator's engine) and
