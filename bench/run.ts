@@ -15,6 +15,8 @@
  *   BENCH_CONCURRENCY    32    requests in flight
  *   BENCH_SECONDS        10    length of each run (after 2 s of warm-up)
  *   BENCH_SETTLEMENT_MS  1600  SIM_SETTLEMENT_MS of the started server
+ *   BENCH_ONLY                 run only the scenarios whose name contains this text
+ *                              (e.g. BENCH_ONLY=pipeline for the three pipeline-only runs)
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -274,6 +276,7 @@ async function main() {
     ];
     try {
       for (const [name, next] of scenarios) {
+        if (env.BENCH_ONLY && !name.includes(env.BENCH_ONLY)) continue;
         await run(pool, WARMUP_SECONDS, next);
         report(name, await run(pool, SECONDS, next));
       }
