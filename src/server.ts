@@ -13,6 +13,7 @@ import { systemClock, type Clock } from './lib/clock.js';
 import { loggerOptions } from './logger.js';
 import { SimulatedRail } from './rail/simulator.js';
 import { withDeadline } from './rail/rail.js';
+import { CredentialCache } from './auth/credentialCache.js';
 import { MemoryNonceStore, RedisNonceStore } from './auth/nonceStore.js';
 import { IdempotencyStore } from './external/idempotency.js';
 import type { ExternalPlugin } from './external/routes.js';
@@ -115,8 +116,11 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     rateCounter: redis ? new RedisFixedWindow(redis, clock) : new MemoryFixedWindow(clock),
     nonces: redis ? new RedisNonceStore(redis) : new MemoryNonceStore(clock),
     idempotency: new IdempotencyStore(db, clock, { leaseMs: config.idempotencyLeaseMs }),
+    credentials: new CredentialCache(config.authCacheTtlMs),
     metrics,
   };
+  // Before the first request: a key changed by any process from now on is dropped from the cache.
+  await ctx.credentials.listen(db);
   // Background work runs on a view of the database limited to DATABASE_BACKGROUND_POOL_MAX
   // connections at once, so it can never take the whole pool from requests (src/db/limit.ts).
   const background: AppContext = { ...ctx, db: limitConcurrency(db, config.db.backgroundPoolMax) };
@@ -208,6 +212,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       await app.close(); // stops accepting, waits for in-flight requests
       if (metricsListener) await new Promise((r) => metricsListener!.close(r));
       await Promise.allSettled(ctx.workers.map((w) => w.stop()));
+      await ctx.credentials.close();
       if (ownsRedis) await redis?.quit().catch(() => redis?.disconnect());
       if (ownsDatabase) await db.close();
       log.info('stopped');

@@ -142,7 +142,7 @@ export const STAGES: readonly Stage[] = [
     phase: 'onRequest',
     applies: () => true,
     async run(req, _reply, { ctx }) {
-      const result = await authenticate(ctx.db, ctx.clock, header(req, 'authorization'));
+      const result = await authenticate((clientId) => ctx.credentials.apiKey(ctx.db, clientId), ctx.clock, header(req, 'authorization'));
       if (!('key' in result)) throw result;
       req.ext.auth = result;
     },
