@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { whitelistAllows } from '../auth/ipWhitelist.js';
 import { authenticate, type Authenticated } from '../auth/credentials.js';
 import { signatureMatches, signedPath, signV1, signV2, v2SigningString, V2 } from '../auth/hmac.js';
-import { NonceStoreUnavailableError, type NonceStore } from '../auth/nonceStore.js';
+import { NonceStoreUnavailableError, type combinedNonceAndRate, type NonceStore } from '../auth/nonceStore.js';
 import type { Permission } from '../auth/permissions.js';
 import type { AppContext } from '../context.js';
 import { resolveClientIp } from '../http/clientIp.js';
@@ -45,6 +45,8 @@ export interface ExternalState {
   auth?: Authenticated;
   canonicalBody?: string;
   rateLimit?: WindowHit;
+  /** Stage 6's hit, when stage 5 counted the request with its nonce claim (one Redis round trip). */
+  rateLimitCounted?: WindowHit;
   idempotencyKey?: string;
   claim?: IdempotencyClaim;
 }
@@ -75,6 +77,8 @@ export interface PipelineDeps {
   nonces: NonceStore;
   rateLimiter: FixedWindowCounter;
   idempotency: IdempotencyStore;
+  /** Set when nonces and rate-limit counters are one Redis (combinedNonceAndRate). */
+  nonceAndRate?: ReturnType<typeof combinedNonceAndRate>;
 }
 
 type Phase = 'onRequest' | 'preHandler';
@@ -99,6 +103,35 @@ function header(req: FastifyRequest, name: string): string | undefined {
 function hasBody(req: FastifyRequest): boolean {
   const length = header(req, 'content-length');
   return (length !== undefined && length !== '0') || header(req, 'transfer-encoding') !== undefined;
+}
+
+/** Stage 6 applies: every route but those the spec exempts (GET /balance). */
+function rateLimited(req: FastifyRequest): boolean {
+  return req.routeOptions.config.rateLimit !== false;
+}
+
+/** The limiter's window for a request: per client IP, RATE_LIMIT_PER_MINUTE a minute. */
+function rateWindow(req: FastifyRequest, ctx: AppContext) {
+  return { key: `ext:${req.ext.clientIp}`, limit: ctx.config.rateLimitPerMinute, windowSeconds: 60 };
+}
+
+type ParsedBody = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+/** The signed body as data: null-prototype objects, integer-ness from the text (see parseJson). */
+function parseBody(raw: string): ParsedBody {
+  try {
+    return { ok: true, value: parseJson(raw) };
+  } catch (error) {
+    return { ok: false, error };
+  }
+}
+
+function setBody(req: FastifyRequest, parsed: ParsedBody): void {
+  if (!parsed.ok) {
+    if (parsed.error instanceof JsonContentError) throw badRequest(parsed.error.message);
+    throw parsed.error;
+  }
+  req.body = req.ext.camelCase ? convertKeys(parsed.value, camelToSnake) : parsed.value;
 }
 
 function auth(req: FastifyRequest): Authenticated {
@@ -166,7 +199,8 @@ export const STAGES: readonly Stage[] = [
     name: 'hmac',
     phase: 'preHandler',
     applies: (req) => req.method === 'POST',
-    async run(req, _reply, { ctx, nonces }) {
+    async run(req, _reply, deps) {
+      const { ctx } = deps;
       const { key, clientSecret } = auth(req);
       if (!key.hmac_enabled) throw workedFalse(403, HMAC_DETAIL.notConfigured);
       // No X-Signature-Version, or an explicit `1`, is v1; `2` is v2 (homologation: v2 only).
@@ -209,9 +243,21 @@ export const STAGES: readonly Stage[] = [
         const parts = { timestamp, nonce, method: req.method, path: signedPath(req.url), idempotencyKey, canonicalBody: canonical };
         const expected = signV2(clientSecret, parts);
         if (!signatureMatches(signature, expected)) throw invalidSignature(req, ctx, 'v2', v2SigningString(parts));
+        // The body is parsed before the nonce is claimed only so that a request that will pass
+        // stage 5 can be counted by stage 6 in the claim's own Redis round trip; the answers and
+        // their order are unchanged: a body refused here still consumes its nonce, is answered 409
+        // on a conflicting nonce first, and is never counted by the limiter.
+        const parsed = parseBody(raw);
+        const combined = parsed.ok && rateLimited(req) ? deps.nonceAndRate : undefined;
         let claim;
         try {
-          claim = await nonces.claim(key.client_id, nonce, expected, NONCE_TTL_SECONDS);
+          if (combined) {
+            const both = await combined.nonces.claimAndHit(key.client_id, nonce, expected, NONCE_TTL_SECONDS, combined.counter, rateWindow(req, ctx));
+            claim = both.claim;
+            req.ext.rateLimitCounted = both.hit;
+          } else {
+            claim = await deps.nonces.claim(key.client_id, nonce, expected, NONCE_TTL_SECONDS);
+          }
         } catch (err) {
           if (err instanceof NonceStoreUnavailableError) {
             req.log.error({ err: err.message }, 'nonce store unavailable');
@@ -220,28 +266,25 @@ export const STAGES: readonly Stage[] = [
           throw err;
         }
         if (claim === 'conflict') throw workedFalse(409, 'X-Request-Nonce was already used for a different request');
+        req.ext.canonicalBody = canonical;
+        setBody(req, parsed);
+        return;
       }
       req.ext.canonicalBody = canonical;
-      // Null-prototype objects, integer-ness from the text (see parseJson).
-      let parsed: unknown;
-      try {
-        parsed = parseJson(raw);
-      } catch (err) {
-        if (err instanceof JsonContentError) throw badRequest(err.message);
-        throw err;
-      }
-      req.body = req.ext.camelCase ? convertKeys(parsed, camelToSnake) : parsed;
+      setBody(req, parseBody(raw));
     },
   },
   {
     n: 6,
     name: 'rate-limit',
     phase: 'preHandler',
-    applies: (req) => req.routeOptions.config.rateLimit !== false,
+    applies: rateLimited,
     async run(req, _reply, { ctx, rateLimiter }) {
       let hit: WindowHit;
       try {
-        hit = await rateLimiter.hit(`ext:${req.ext.clientIp}`, ctx.config.rateLimitPerMinute, 60);
+        // Counted already when stage 5 claimed a v2 nonce in the same Redis round trip.
+        const window = req.ext.rateLimitCounted ?? rateWindow(req, ctx);
+        hit = 'allowed' in window ? window : await rateLimiter.hit(window.key, window.limit, window.windowSeconds);
       } catch (err) {
         // The limiter protects capacity, not money: when its store is down, requests pass.
         req.log.warn({ err: (err as Error).message }, 'rate limiter unavailable; request allowed');

@@ -74,23 +74,16 @@ export function countingTestDatabase(database: TestDatabase): { database: TestDa
   return { database: { ...database, db }, counter };
 }
 
-/** Commands of ioredis that are one round trip each (a MULTI/pipeline is one when executed). */
-const REDIS_ROUND_TRIPS = new Set(['eval', 'evalsha', 'multi', 'pipeline', 'get', 'set', 'incr', 'expire', 'del', 'exists', 'fcall']);
-
-/** A view of an ioredis client that counts the round trips the code under test makes. */
-export function countingRedis<R extends object>(redis: R): { redis: R; calls: string[] } {
+/**
+ * Counts the commands an ioredis client sends (by name: a MULTI … EXEC is several, a script run by
+ * EVALSHA one), by wrapping the instance's sendCommand.
+ */
+export function countingRedis<R extends { sendCommand: (...args: any[]) => unknown }>(redis: R): { redis: R; calls: string[] } {
   const calls: string[] = [];
-  const proxy = new Proxy(redis, {
-    get(target, prop, receiver) {
-      const value = Reflect.get(target, prop, receiver);
-      if (typeof prop === 'string' && REDIS_ROUND_TRIPS.has(prop) && typeof value === 'function') {
-        return (...args: unknown[]) => {
-          calls.push(prop);
-          return (value as (...a: unknown[]) => unknown).apply(target, args);
-        };
-      }
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
-  return { redis: proxy, calls };
+  const send = redis.sendCommand;
+  redis.sendCommand = function (this: R, ...args: any[]) {
+    calls.push(String((args[0] as { name?: unknown })?.name));
+    return send.apply(this, args);
+  } as R['sendCommand'];
+  return { redis, calls };
 }
