@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BalanceReader } from '../../src/external/balanceReader.js';
 import { merchantWithKey, type MerchantFixture } from '../helpers/client.js';
 import { countingRedis, countingTestDatabase, type StatementCounter } from '../helpers/countingDb.js';
 import { BACKENDS, openTestDatabase } from '../helpers/db.js';
@@ -68,6 +69,29 @@ describe.each(BACKENDS)('statements per request on %s', (backend) => {
     expect(c.statements[1]).toMatch(/^UPDATE idempotency_keys SET status = 'completed'/);
     expect(c.transactions).toBe(0);
     if (c.redis) expect(c.redis).toEqual(['evalsha']);
+  });
+
+  it('GET /balance reads of one event-loop turn share one statement, each answered with its own account', async () => {
+    const other = await merchantWithKey(s, { depositCents: 2_000 });
+    const reader = new BalanceReader(s.ctx.db);
+    counter.reset();
+    const [a1, b1, a2] = await Promise.all([reader.read(m.accountId), reader.read(other.accountId), reader.read(m.accountId)]);
+    expect(counter.statements, counter.statements.join('\n')).toHaveLength(1);
+    expect(a1.available).toBe(100_000);
+    expect(a2).toEqual(a1);
+    expect(b1.available).toBe(200_000);
+    const camel = await m.client.get('/balance', { camelCase: true });
+    expect(camel.body).toEqual({
+      worked: true,
+      accountId: m.accountId,
+      currency: 'BRL',
+      available: 100_000,
+      blocked: 0,
+      pending: 0,
+      ledgerTotal: 100_000,
+      safe: 100_000,
+      asOf: expect.stringMatching(/Z$/),
+    });
   });
 
   it('a refused request costs no more than an accepted one: wrong secret of a cached key, one statement at most', async () => {
