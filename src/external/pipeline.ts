@@ -7,7 +7,7 @@ import type { Permission } from '../auth/permissions.js';
 import type { AppContext } from '../context.js';
 import { resolveClientIp } from '../http/clientIp.js';
 import { badRequest, HMAC_DETAIL, permissionError, pipelineError, SHAPE1, workedFalse } from '../http/errors.js';
-import { CanonicalJsonError, canonicalize, JsonContentError, parseJson } from '../lib/canonicalJson.js';
+import { CanonicalJsonError, JsonContentError, parseCanonical } from '../lib/canonicalJson.js';
 import { camelCaseErrorBody, camelToSnake, convertKeys, snakeToCamel } from '../lib/keyCase.js';
 import type { FixedWindowCounter, WindowHit } from '../ratelimit/fixedWindow.js';
 import { invalidSignature, logSignatureRefusal } from './signatureDebug.js';
@@ -118,9 +118,9 @@ function rateWindow(req: FastifyRequest, ctx: AppContext) {
 type ParsedBody = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 /** The signed body as data: null-prototype objects, integer-ness from the text (see parseJson). */
-function parseBody(raw: string): ParsedBody {
+function parseBody(signed: ReturnType<typeof parseCanonical>): ParsedBody {
   try {
-    return { ok: true, value: parseJson(raw) };
+    return { ok: true, value: signed.value() };
   } catch (error) {
     return { ok: false, error };
   }
@@ -214,13 +214,15 @@ export const STAGES: readonly Stage[] = [
       if (!signature) throw workedFalse(401, HMAC_DETAIL.missing);
       const raw = rawBody(req.body);
       if (raw === null || raw.trim() === '') throw workedFalse(400, HMAC_DETAIL.bodyRequired);
-      let canonical: string;
+      // The body is read once: its canonical form now, its value from the same parse below.
+      let signed: ReturnType<typeof parseCanonical>;
       try {
-        canonical = canonicalize(raw);
+        signed = parseCanonical(raw);
       } catch (err) {
         if (err instanceof CanonicalJsonError) throw workedFalse(400, HMAC_DETAIL.bodyNotJson);
         throw err;
       }
+      const canonical = signed.canonical;
 
       if (version === '1') {
         if (!signatureMatches(signature, signV1(clientSecret, canonical))) throw invalidSignature(req, ctx, 'v1', canonical);
@@ -247,7 +249,7 @@ export const STAGES: readonly Stage[] = [
         // stage 5 can be counted by stage 6 in the claim's own Redis round trip; the answers and
         // their order are unchanged: a body refused here still consumes its nonce, is answered 409
         // on a conflicting nonce first, and is never counted by the limiter.
-        const parsed = parseBody(raw);
+        const parsed = parseBody(signed);
         const combined = parsed.ok && rateLimited(req) ? deps.nonceAndRate : undefined;
         let claim;
         try {
@@ -271,7 +273,7 @@ export const STAGES: readonly Stage[] = [
         return;
       }
       req.ext.canonicalBody = canonical;
-      setBody(req, parseBody(raw));
+      setBody(req, parseBody(signed));
     },
   },
   {
