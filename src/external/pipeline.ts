@@ -87,8 +87,11 @@ interface Stage {
   name: string;
   phase: Phase;
   applies(req: FastifyRequest): boolean;
-  /** Throws an HttpError to answer, returns 'answered' when it sent a reply itself. */
-  run(req: FastifyRequest, reply: FastifyReply, deps: PipelineDeps): Promise<void | 'answered'>;
+  /**
+   * Throws an HttpError to answer, returns 'answered' when it sent a reply itself. Stages with
+   * nothing to wait for are plain functions: the pipeline awaits only what is a promise.
+   */
+  run(req: FastifyRequest, reply: FastifyReply, deps: PipelineDeps): void | 'answered' | Promise<void | 'answered'>;
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
@@ -145,7 +148,7 @@ export const STAGES: readonly Stage[] = [
     name: 'content-type',
     phase: 'onRequest',
     applies: (req) => BODY_METHODS.has(req.method) && hasBody(req),
-    async run(req) {
+    run(req) {
       const mediaType = (header(req, 'content-type') ?? '').split(';')[0]!.trim().toLowerCase();
       if (!ACCEPTED_MEDIA_TYPES.has(mediaType)) {
         throw pipelineError(415, SHAPE1.unsupportedMediaType, {
@@ -162,7 +165,7 @@ export const STAGES: readonly Stage[] = [
     name: 'key-case',
     phase: 'onRequest',
     applies: () => true,
-    async run(req) {
+    run(req) {
       req.ext.camelCase = (header(req, 'x-key-case') ?? '').trim().toLowerCase() === 'camelcase';
       if (req.ext.camelCase && req.query && typeof req.query === 'object') {
         req.query = convertKeys(req.query, camelToSnake);
@@ -185,7 +188,7 @@ export const STAGES: readonly Stage[] = [
     name: 'ip-whitelist',
     phase: 'onRequest',
     applies: () => true,
-    async run(req) {
+    run(req) {
       const { key } = auth(req);
       if (key.ip_whitelist.length === 0) throw pipelineError(403, SHAPE1.emptyWhitelist);
       if (!whitelistAllows(key.ip_whitelist, req.ext.clientIp)) throw pipelineError(403, SHAPE1.ipNotListed);
@@ -301,7 +304,7 @@ export const STAGES: readonly Stage[] = [
     name: 'permission',
     phase: 'preHandler',
     applies: () => true,
-    async run(req) {
+    run(req) {
       const permission = req.routeOptions.config.permission;
       if (permission === undefined) throw new Error(`route ${req.routeOptions.url} declares no permission`);
       if (permission !== null && !auth(req).key.permissions.includes(permission)) throw permissionError(permission);
@@ -421,7 +424,8 @@ export function installPipeline(app: FastifyInstance, deps: PipelineDeps) {
         if (!stage.applies(req)) continue;
         let outcome: void | 'answered';
         try {
-          outcome = await stage.run(req, reply, deps);
+          const ran = stage.run(req, reply, deps);
+          outcome = ran instanceof Promise ? await ran : ran;
         } catch (err) {
           if (stage.name === 'hmac') logSignatureRefusal(req, err);
           throw err;
@@ -431,10 +435,11 @@ export function installPipeline(app: FastifyInstance, deps: PipelineDeps) {
     };
 
   app.decorateRequest('ext', null as unknown as ExternalState);
-  app.addHook('onRequest', async (req) => {
+  const onRequestStages = runPhase(byPhase('onRequest'));
+  app.addHook('onRequest', function pipelineStart(req, reply) {
     req.ext = { camelCase: false, clientIp: resolveClientIp(req.socket.remoteAddress ?? '', req.headers['x-forwarded-for'], ctx.config.trustedProxies) };
+    return onRequestStages(req, reply);
   });
-  app.addHook('onRequest', runPhase(byPhase('onRequest')));
   app.addHook('preHandler', runPhase(byPhase('preHandler')));
 
   // Bodies reach stage 5 as raw bytes: the signature covers them as transmitted.
@@ -442,31 +447,40 @@ export function installPipeline(app: FastifyInstance, deps: PipelineDeps) {
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
 
   // camelCase clients get camelCase keys, and error texts that name fields as they sent them.
-  app.addHook('preSerialization', async (req, reply, payload) => {
-    if (!req.ext?.camelCase) return payload;
-    return reply.statusCode >= 400 ? camelCaseErrorBody(payload) : convertKeys(payload, snakeToCamel);
+  app.addHook('preSerialization', (req, reply, payload, done) => {
+    if (!req.ext?.camelCase) return done(null, payload);
+    let converted: unknown;
+    try {
+      converted = reply.statusCode >= 400 ? camelCaseErrorBody(payload) : convertKeys(payload, snakeToCamel);
+    } catch (err) {
+      return done(err as Error);
+    }
+    done(null, converted);
   });
 
-  app.addHook('onSend', async (req, reply, payload) => {
+  // Callback style: most answers hold no claim and go straight through, with no promise made.
+  app.addHook('onSend', (req, reply, payload, done) => {
     const state = req.ext;
-    if (!state) return payload;
+    if (!state) return done(null, payload);
     const ok = reply.statusCode >= 200 && reply.statusCode < 300;
     if (state.rateLimit && ok) void reply.header('x-ratelimit-remaining', String(state.rateLimit.remaining));
     if (state.idempotencyKey !== undefined) void reply.header('idempotency-key', state.idempotencyKey);
     const claim = state.claim;
-    if (!claim) return payload;
+    if (!claim) return done(null, payload);
     state.claim = undefined; // settle the claim once, even if onSend runs again for an error
     if (claim.recorded) {
       // The operation committed with this answer: it is the answer, whatever happened after.
       void reply.code(claim.recorded.statusCode);
-      return claim.recorded.body;
+      return done(null, claim.recorded.body);
     }
     // Anything else that is not a 2xx (a 4xx, a 5xx, a COMMIT that failed) frees the key.
-    if (ok && typeof payload === 'string') {
-      await idempotency.complete(claim, { statusCode: reply.statusCode, body: payload });
-    } else {
-      await idempotency.release(claim);
-    }
-    return payload;
+    const settled =
+      ok && typeof payload === 'string'
+        ? idempotency.complete(claim, { statusCode: reply.statusCode, body: payload })
+        : idempotency.release(claim);
+    settled.then(
+      () => done(null, payload),
+      (err: Error) => done(err),
+    );
   });
 }
