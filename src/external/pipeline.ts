@@ -448,6 +448,13 @@ export function installPipeline(app: FastifyInstance, deps: PipelineDeps) {
 
   // camelCase clients get camelCase keys, and error texts that name fields as they sent them.
   app.addHook('preSerialization', (req, reply, payload, done) => {
+    // An answer recorded in the operation's transaction was serialised then (key case applied) and
+    // is the one sent (onSend): serialise it once, not a second time here.
+    const recorded = req.ext?.claim?.recorded;
+    if (recorded) {
+      void reply.serializer(() => recorded.body);
+      return done(null, payload);
+    }
     if (!req.ext?.camelCase) return done(null, payload);
     let converted: unknown;
     try {
