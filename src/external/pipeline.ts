@@ -355,11 +355,14 @@ export function idempotencyScopePath(req: FastifyRequest): string {
   return names.length === 0 ? route : `${route} ${JSON.stringify(names.map((n) => [n, params[n]]))}`;
 }
 
+/** Strict UTF-8 (throws on invalid bytes); one instance, as decode() without `stream` keeps no state. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
 function rawBody(body: unknown): string | null {
   if (body === undefined || body === null) return null;
   if (Buffer.isBuffer(body)) {
     try {
-      return new TextDecoder('utf-8', { fatal: true }).decode(body);
+      return UTF8.decode(body);
     } catch {
       return '\uFFFD'; // not UTF-8: reported as invalid JSON
     }
