@@ -37,7 +37,7 @@ export function countingDatabase(db: Database): { db: Database; counter: Stateme
       return tx.exec(script);
     },
   });
-  const wrapped: Database = {
+  const wrap = (db: Database): Database => ({
     dialect: db.dialect,
     query: (text, params) => {
       record(text);
@@ -63,9 +63,11 @@ export function countingDatabase(db: Database): { db: Database; counter: Stateme
     ping: () => db.ping(),
     close: () => db.close(),
     listen: (name, handler) => db.listen(name, handler),
+    statements: () => db.statements(),
+    counted: (source) => wrap(db.counted(source)), // counted here too, whatever the source
     ...(db.poolStats ? { poolStats: () => db.poolStats!() } : {}),
-  };
-  return { db: wrapped, counter };
+  });
+  return { db: wrap(db), counter };
 }
 
 /** A TestDatabase whose handle counts statements (close/reopen act on the real one). */
