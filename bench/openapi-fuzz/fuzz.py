@@ -196,6 +196,7 @@ GENERATED_HINTS = {
     "due_date": [st.dates(min_value=__import__("datetime").date(2027, 1, 1), max_value=__import__("datetime").date(2035, 12, 31)).map(lambda d: d.isoformat())],
     "amount": [st.integers(1, 100_000)],
     "amount_cents": [st.integers(1, 100_000)],
+    "pix_key_type": [st.none()],
 }
 
 

@@ -17,7 +17,7 @@ ANY_JSON = st.recursive(JSON_SCALARS, lambda inner: st.one_of(st.lists(inner, ma
 
 
 def ecma_to_python(pattern):
-    """\\d → [0-9] and \\w → [A-Za-z0-9_] outside and inside classes (ECMA's are ASCII-only)."""
+    """\\d, \\w, \\s as ECMA-262 reads them (ASCII digits and word characters; whitespace: its ASCII part)."""
     out, i, in_class = [], 0, False
     while i < len(pattern):
         c = pattern[i]
@@ -27,6 +27,8 @@ def ecma_to_python(pattern):
                 out.append("0-9" if in_class else "[0-9]")
             elif n == "w":
                 out.append("A-Za-z0-9_" if in_class else "[A-Za-z0-9_]")
+            elif n == "s":  # ECMA's \s is not Python's (U+001C-U+001F, U+0085); use the ASCII part both share
+                out.append(" \t\n\r\x0b\x0c" if in_class else "[ \t\n\r\x0b\x0c]")
             else:
                 out.append(c + n)
             i += 2
