@@ -58,6 +58,14 @@ NUMBER_SPELLINGS = ["1e2", "1.0", "-0", "1E+2", "0.1e1", "1000000000000000000000
 # HTTP
 
 
+def _header_bytes(v):
+    """Header values as bytes: latin-1 where possible, else raw UTF-8 (a hostile but sendable value)."""
+    try:
+        return v.encode("latin-1")
+    except UnicodeEncodeError:
+        return v.encode("utf-8", "surrogatepass")
+
+
 class Response:
     def __init__(self, status, headers, body):
         self.status, self.headers, self.body = status, headers, body
@@ -85,7 +93,7 @@ class Client:
             try:
                 conn.putrequest(method, target, skip_accept_encoding=True)
                 for k, v in headers.items():
-                    conn.putheader(k, v)
+                    conn.putheader(k, _header_bytes(v))
                 conn.endheaders()
                 r = conn.getresponse()
                 hdrs = {k.lower(): v for k, v in r.getheaders()}
@@ -114,7 +122,7 @@ class Client:
             try:
                 self.conn.putrequest(method, target, skip_accept_encoding=True)
                 for k, v in headers.items():
-                    self.conn.putheader(k, v)
+                    self.conn.putheader(k, _header_bytes(v))
                 if body is not None:
                     self.conn.putheader("Content-Length", str(len(body)))
                 self.conn.endheaders(body)
@@ -408,10 +416,27 @@ class Fuzzer:
             b = self.central("POST", "/api/v1/central/boletos", {"boleto": {"nosso_numero": nn, "amount_cents": 10000 + i, "due_date": "2031-12-31", "payer_document": "39053344705", "payer_name": "Pagador", "beneficiary_ispb": "12345678", "beneficiary_name": "Beneficiário"}})
             P["nosso_numero"].append(b["data"]["nosso_numero"])
             H["nosso_numero"].append(nn)
-        s = self.central("POST", "/api/v1/central/settlements/trigger", {})
-        sid = (s.get("data") or {}).get("id") if isinstance(s, dict) else None
-        if sid:
-            P["settlement_id"].append(sid)
+        # A paid boleto, settled: a settlement to read.
+        try:
+            self.central("POST", f"/api/v1/central/boletos/{P['nosso_numero'][-1]}/pay", {})
+            s = self.central("POST", "/api/v1/central/settlements/trigger", {})
+            P["settlement_id"] += [x["id"] for x in (s.get("data") or {}).get("settlements", [])]
+        except RuntimeError as e:
+            print(f"setup: no settlement ({e})", file=sys.stderr)
+        # Inbound PIX to refund, and refunds to read.
+        for i in range(3):
+            v = self.admin("POST", "/api/sandbox/pix/inbound", {"account_id": self.account_id, "amount": 20_000 + i})
+            P["inbound_id"].append(v["transaction_id"])
+            if v.get("end_to_end_id"):
+                P["e2e_id"].append(v["end_to_end_id"])
+        H["original_transaction_id"] += P["inbound_id"]
+        time.sleep(0.3)
+        try:
+            r = self.merchant("POST", "/api/external/pix/refund", {"original_transaction_id": P["inbound_id"][0], "amount": 100})
+            P["refund_id"] += [r[k] for k in ("id", "refund_id", "transaction_id") if isinstance(r.get(k), str)]
+        except RuntimeError as e:
+            print(f"setup: no refund ({e})", file=sys.stderr)
+        H["end_to_end_id"] = list(dict.fromkeys(H["end_to_end_id"] + P["e2e_id"]))
         # Deliveries of the main webhook.
         time.sleep(1.0)
         d = self.admin("GET", f"/api/admin/webhooks/{hook['id']}/deliveries")
