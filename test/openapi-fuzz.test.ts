@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openApiDocument } from '../src/openapi/document.js';
+import { BACKENDS } from './helpers/db.js';
 import { startTestServer, TEST_ADMIN_TOKEN, type TestServer } from './helpers/server.js';
 
 /**
@@ -29,14 +30,14 @@ const freePort = () =>
     });
   });
 
-describe.skipIf(!python)('the OpenAPI fuzzer (short run)', () => {
+describe.skipIf(!python).each(BACKENDS)('the OpenAPI fuzzer (short run) on %s', (backend) => {
   let s: TestServer;
   let receiverPort: number;
   const dir = mkdtempSync(join(tmpdir(), 'pixgate-openapi-fuzz-test-'));
   beforeAll(async () => {
     receiverPort = await freePort();
     s = await startTestServer({
-      backend: 'pglite',
+      backend,
       env: { WEBHOOK_ALLOWED_HOSTS: `127.0.0.1:${receiverPort}`, RAIL_TIMEOUT_MS: '1000', SIM_SETTLEMENT_MS: '100', RATE_LIMIT_PER_MINUTE: '100000000' },
     });
   });
