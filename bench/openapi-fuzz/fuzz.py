@@ -397,8 +397,6 @@ class Fuzzer:
             if o.get("end_to_end_id"):
                 P["e2e_id"].append(o["end_to_end_id"])
         time.sleep(0.5)
-        for t in P["payout_id"][:1]:
-            self.admin("POST", f"/api/sandbox/payouts/{t}/settle") if False else None
         # MED: an infraction on the inbound PIX.
         for e2e in list(P["e2e_id"])[:2]:
             try:
