@@ -65,6 +65,26 @@ describe('OpenAPI document', () => {
     expect(documented.size).toBeGreaterThan(50);
   });
 
+  it('states the answers every route can give before routing (found by the OpenAPI fuzzer)', async () => {
+    const doc = openApiDocument() as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> };
+    // A malformed URL is refused on the health routes too, and headers over 16 KiB on any route.
+    const bad = await fetch(`${server.url}/healthz?x=%00`);
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toEqual({ errors: { bad_request: expect.any(String) } });
+    expect(Object.keys(doc.paths['/healthz']!.get!.responses)).toContain('400');
+    const { request } = await import('node:http');
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request(`${server.url}/api/external/transactions/${'x'.repeat(20_000)}`, (res) => {
+        res.resume();
+        resolve(res.statusCode!);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(status).toBe(431);
+    for (const [path, ops] of Object.entries(doc.paths)) for (const [m, op] of Object.entries(ops)) expect(Object.keys(op.responses), `${m} ${path}`).toContain('431');
+  });
+
   it('the contract check catches an answer outside the document', async () => {
     takeContractViolations();
     // A documented route asked with a status the document does not list: the check records it.

@@ -14,6 +14,14 @@ export interface ResponseSpec {
   description: string;
   /** The body's schema; absent for an empty answer (204). */
   schema?: z.ZodType;
+  /** The answer's media type when it is not JSON (`text/plain`, `text/event-stream`); default application/json. */
+  contentType?: string;
+  /**
+   * `text/event-stream` only: the schema of each event's `data` (JSON). The document states it as
+   * `x-itemSchema` of the media type (OpenAPI 3.2's `itemSchema`, as an extension in 3.1): an object
+   * of the event's `id`, `event` and `data`, `data` being JSON text whose `contentSchema` is this.
+   */
+  eventData?: z.ZodType;
   /** Response headers worth documenting (name → description). */
   headers?: Record<string, string>;
   example?: unknown;

@@ -56,6 +56,11 @@ function buildSchemas(groups: readonly ApiGroup[]) {
           out.add(response.schema, { id });
           ids.set(response.schema, id);
         }
+        if (response.eventData && !ids.has(response.eventData)) {
+          const id = `${upperFirst(route.operationId)}${status}EventData`;
+          out.add(response.eventData, { id });
+          ids.set(response.eventData, id);
+        }
       }
       if (route.body && !bodyIds.has(route.body)) {
         const id = `${upperFirst(route.operationId)}Request`;
@@ -101,6 +106,29 @@ function responseObject(
   group: ApiGroup,
   ids: Map<z.ZodType, string>,
 ): Json {
+  const headers = spec?.headers ?? (status === 429 ? { 'Retry-After': 'Seconds to wait before retrying' } : undefined);
+  const base = {
+    description: spec?.description ?? common?.description ?? `HTTP ${status}`,
+    ...(headers ? { headers: Object.fromEntries(Object.entries(headers).map(([name, description]) => [name, { description, schema: { type: 'string' } }])) } : {}),
+  };
+  if (spec?.contentType && spec.contentType !== 'application/json') {
+    // A text answer: its media type, a string schema, and for an event stream the schema of each event.
+    const media: Json = { schema: spec.schema ? toSchema(spec.schema, 'output') : { type: 'string' } };
+    if (spec.eventData) {
+      media['x-itemSchema'] = {
+        type: 'object',
+        description: 'One event of the stream (its `id:`, `event:` and `data:` lines); comment lines (`:`) are heartbeats',
+        properties: {
+          id: { type: 'string', pattern: '^\\d+$' },
+          event: { type: 'string' },
+          data: { type: 'string', contentMediaType: 'application/json', contentSchema: { $ref: REF(ids.get(spec.eventData)!) } },
+          retry: { type: 'integer', minimum: 0 },
+        },
+        required: ['id', 'event', 'data'],
+      };
+    }
+    return { ...base, content: { [spec.contentType]: media } };
+  }
   const refs: string[] = [];
   if (spec?.schema) refs.push(ids.get(spec.schema)!);
   if (status >= 400) {
@@ -109,13 +137,19 @@ function responseObject(
   }
   const unique = [...new Set(refs)];
   const schema = unique.length === 1 ? { $ref: REF(unique[0]!) } : { anyOf: unique.map((id) => ({ $ref: REF(id) })) };
-  const headers = spec?.headers ?? (status === 429 ? { 'Retry-After': 'Seconds to wait before retrying' } : undefined);
   return {
-    description: spec?.description ?? common?.description ?? `HTTP ${status}`,
-    ...(headers ? { headers: Object.fromEntries(Object.entries(headers).map(([name, description]) => [name, { description, schema: { type: 'string' } }])) } : {}),
+    ...base,
     ...(unique.length ? { content: { 'application/json': { schema, ...(spec?.example !== undefined ? { example: spec.example } : {}) } } } : {}),
   };
 }
+
+/**
+ * Answers of Node's HTTP parser, before any route or API is known (src/http/errorHandler.ts
+ * `clientErrorHandler`), so any operation can give them: in the business shape, `Connection: close`.
+ */
+const TRANSPORT_ERRORS: Record<number, { description: string; schemas: z.ZodType[] }> = {
+  431: { description: 'Request line and headers larger than 16 KiB (e.g. a very long URL), refused before routing', schemas: [BusinessError] },
+};
 
 function build(): Built {
   const groups = API_GROUPS;
@@ -124,7 +158,7 @@ function build(): Built {
   for (const group of groups) {
     for (const route of group.routes) {
       const path = openApiPath(group.prefix + route.path);
-      const common = group.commonErrors(route);
+      const common = { ...group.commonErrors(route), ...TRANSPORT_ERRORS };
       const statuses = new Set([...Object.keys(route.responses).map(Number), ...Object.keys(common).map(Number)]);
       const responses: Record<string, Json> = {};
       for (const status of [...statuses].sort((a, b) => a - b)) responses[String(status)] = responseObject(status, route.responses[status], common[status], group, ids);

@@ -160,7 +160,8 @@ export const root: ApiGroup = {
   routes: routesOf(healthApi, metricsApi),
   headers: noHeaders,
   security: (route) => (route.path === '/metrics' ? [{ AdminBearer: [] }] : []),
-  commonErrors: () => ({}),
+  // A URL that is not valid percent-encoding (or encodes U+0000) is refused on every route, these too.
+  commonErrors: () => ({ 400: { description: 'Malformed URL: invalid percent-encoding or an encoded U+0000', schemas: [BusinessError] } }),
   defaultError: BusinessError,
 };
 

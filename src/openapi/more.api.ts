@@ -151,7 +151,11 @@ export const feedApi = defineRoutes({
     }),
     requestHeaders: [{ name: 'Last-Event-ID', required: false, description: 'Resume after this sequence number', schema: { type: 'string', pattern: '^\\d{1,15}$' } }],
     responses: {
-      200: { description: 'text/event-stream: `id: <sequence>`, `event: <name>`, `data: <FeedEvent JSON>` per event; comment heartbeats' },
+      200: {
+        description: 'text/event-stream: `id: <sequence>`, `event: <name>`, `data: <FeedEvent JSON>` per event; comment heartbeats',
+        contentType: 'text/event-stream',
+        eventData: Event,
+      },
       429: { description: `More than ${MAX_STREAMS_PER_MERCHANT} streams of the merchant open at once (too_many_requests)` },
     },
   },
@@ -192,6 +196,6 @@ export const metricsApi = defineRoutes({
     operationId: 'metrics',
     tag: 'Health',
     summary: 'Prometheus metrics of this process (text format; admin bearer token)',
-    responses: { 200: { description: 'text/plain Prometheus exposition' }, 401: { description: 'Missing or invalid admin token' }, 429: { description: 'Too many failed authentications' } },
+    responses: { 200: { description: 'Prometheus text exposition format', contentType: 'text/plain', schema: z.string() }, 401: { description: 'Missing or invalid admin token' }, 429: { description: 'Too many failed authentications' } },
   },
 });
