@@ -514,6 +514,7 @@ export interface Schemas {
     document: string;
     status: string;
   };
+  Metrics200: string;
   OperatorWebhook: {
     id: string;
     merchant_id: number;
