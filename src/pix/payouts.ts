@@ -1,6 +1,7 @@
 import type { AppContext } from '../context.js';
 import type { Sql } from '../db/db.js';
-import { INSTITUTION_BOOK, lockAccount, post, type Posting } from '../ledger/ledger.js';
+import { outboxBody } from '../events/outbox.js';
+import { INSTITUTION_BOOK, post } from '../ledger/ledger.js';
 import { bankName } from '../lib/banks.js';
 import { addMoney } from '../lib/money.js';
 import { newTransactionId, TX_PREFIX } from '../lib/ids.js';
@@ -29,12 +30,12 @@ type Of<K extends RailNotification['kind']> = Extract<RailNotification, { kind: 
 
 /** The cash-out with this end-to-end id, locked (its account first, when money moves). */
 async function lockPayout(tx: Sql, ctx: AppContext, endToEndId: string, withAccount: boolean): Promise<OwnedTransaction | null> {
-  const found = await repo.findByEndToEndId(tx, endToEndId);
+  // With the account: found and the books locked in one statement.
+  const found = withAccount ? await repo.findByEndToEndIdLockingCashOutAccount(tx, endToEndId) : await repo.findByEndToEndId(tx, endToEndId);
   if (!found || found.kind !== 'cash_out') {
     ctx.log.warn({ end_to_end_id: endToEndId }, 'rail notification for an unknown payout ignored');
     return null;
   }
-  if (withAccount) await lockAccount(tx, found.account_id);
   return repo.lockTransaction(tx, found.id);
 }
 
@@ -66,19 +67,15 @@ export async function onPaymentSettled(tx: Sql, ctx: AppContext, n: Of<'payment.
   const row = await lockPayout(tx, ctx, n.endToEndId, true);
   if (!row || row.stage === 3) return;
   await announceAcceptance(tx, row);
-  const postings: Posting[] = [
-    { book: { accountId: row.account_id, book: 'pending' }, amount: -addMoney(row.amount, row.fee_amount) },
-    { book: INSTITUTION_BOOK.centralBank, amount: row.amount },
-  ];
-  if (row.fee_amount > 0) postings.push({ book: INSTITUTION_BOOK.fees, amount: row.fee_amount });
-  await post(tx, { kind: 'cash_out_settle', reference: row.transaction_id, postings });
-  const settled = await repo.updateState(
-    tx,
-    row.id,
-    { status: TX_STATUS.completed, payment_status: 'settled', stage: 3, completed_at: n.settledAt },
-    ctx.clock.now(),
-  );
-  await emitFor(tx, 'pix.payout.confirmed', settled, { ...payoutBody(settled), settled_at: n.settledAt.toISOString() });
+  addMoney(row.amount, row.fee_amount); // in range (it was reserved)
+  // The ledger transaction (pending -> central bank + fees), the record settled and
+  // pix.payout.confirmed in one statement; the event's body only carries fields the settlement
+  // does not change.
+  const event = 'pix.payout.confirmed';
+  await repo.settleCashOut(tx, row, n.settledAt, ctx.clock.now(), {
+    event,
+    body: outboxBody(event, { ...payoutBody(row), settled_at: n.settledAt.toISOString() }),
+  });
 }
 
 export async function onPaymentRejected(tx: Sql, ctx: AppContext, n: Of<'payment.rejected'>): Promise<void> {

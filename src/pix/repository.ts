@@ -364,3 +364,61 @@ export async function markSentWithEvent(
   const { recorded, ...rest } = moved;
   return { row: { ...rest, merchant_id: row.merchant_id }, recorded: recorded === 1 };
 }
+
+/**
+ * A record by end-to-end id and, when it is a cash-out, its account's books locked (FOR UPDATE,
+ * in id order) in the same statement — the lock order of every money movement: books first, then
+ * the record (`lockTransaction`, which reads it as of its own lock).
+ */
+export async function findByEndToEndIdLockingCashOutAccount(tx: Sql, endToEndId: string): Promise<OwnedTransaction | undefined> {
+  const [row] = await tx.query<OwnedTransaction & { locked_books: number }>(
+    `SELECT t.*, a.merchant_id,
+            (SELECT count(*) FROM (SELECT 1 FROM ledger_accounts la
+                                     WHERE la.account_id = t.account_id AND t.kind = 'cash_out' ORDER BY la.id FOR UPDATE) l)::int AS locked_books
+       FROM transactions t JOIN accounts a ON a.id = t.account_id WHERE t.end_to_end_id = $1`,
+    [endToEndId],
+  );
+  if (!row) return undefined;
+  const { locked_books: _locked, ...rest } = row;
+  return rest;
+}
+
+/**
+ * The settlement of a cash-out (its books and record locked) in one statement: the ledger
+ * transaction pending -> central bank (+ fees), the record settled (stage 3) and its event.
+ */
+export async function settleCashOut(
+  tx: Sql,
+  row: OwnedTransaction,
+  settledAt: Date,
+  now: Date,
+  event: { event: string; body: Record<string, unknown> },
+): Promise<OwnedTransaction> {
+  const codes = [`account:${row.account_id}:pending`, 'institution:central_bank'];
+  const amounts = [-(row.amount + row.fee_amount), row.amount];
+  if (row.fee_amount > 0) {
+    codes.push('institution:fees');
+    amounts.push(row.fee_amount);
+  }
+  const [settled] = await tx.query<TransactionRow & { entry_count: number }>(
+    `WITH lt AS (
+       INSERT INTO ledger_transactions (kind, reference) VALUES ('cash_out_settle', $2) RETURNING id),
+     entries AS (
+       INSERT INTO ledger_entries (ledger_transaction_id, ledger_account_id, amount)
+       SELECT lt.id, la.id, v.amount FROM lt
+        CROSS JOIN unnest($3::text[], $4::bigint[]) WITH ORDINALITY AS v(code, amount, n)
+         JOIN ledger_accounts la ON la.code = v.code ORDER BY v.n
+       RETURNING 1),
+     t AS (
+       UPDATE transactions SET status = 1, payment_status = 'settled', stage = 3, completed_at = $5, updated_at = $6
+        WHERE id = $1 RETURNING *),
+     ev AS (
+       INSERT INTO outbox_events (event, merchant_id, account_id, subject, payload)
+       SELECT $7, $8, t.account_id, t.transaction_id, $9::jsonb FROM t RETURNING 1)
+     SELECT t.*, (SELECT count(*) FROM entries)::int + 0 * (SELECT count(*) FROM ev)::int AS entry_count FROM t`,
+    [row.id, row.transaction_id, codes, amounts, settledAt, now, event.event, row.merchant_id, JSON.stringify(event.body)],
+  );
+  if (!settled || settled.entry_count !== codes.length) throw new Error(`settlement of ${row.transaction_id} wrote ${settled?.entry_count ?? 0} entries`);
+  const { entry_count: _n, ...rest } = settled;
+  return { ...rest, merchant_id: row.merchant_id };
+}
