@@ -1,6 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import type { Sql } from '../db/db.js';
-import { randomUUID } from 'node:crypto';
 import { outboxBody } from '../events/outbox.js';
 import { IdempotencyLostError, type IdempotencyBinding } from '../external/idempotency.js';
 import { lockAccount, toBalances } from '../ledger/ledger.js';
@@ -8,7 +8,7 @@ import { newEndToEndId, newTransactionId, TX_PREFIX } from '../lib/ids.js';
 import { addMoney, centsToBaseUnits } from '../lib/money.js';
 import * as merchants from '../merchants/repository.js';
 import type { DirectoryEntry, PaymentAck, PaymentOrder } from '../rail/rail.js';
-import { insertTransaction, TX_STATUS } from '../transactions/repository.js';
+import { TX_STATUS } from '../transactions/repository.js';
 import { cashOutError } from './cashOutErrors.js';
 import type { CashOutCommand } from './cashOutCommand.js';
 import { emitFor, payoutBody } from './events.js';
@@ -22,7 +22,9 @@ import type { OwnedTransaction, UsageWindow } from './repository.js';
  * them (never inside a transaction):
  *
  *   1 reserve   lock the account; external_id, limits and safe balance checks; the record (stage 1,
- *               payment_status processing) and the reservation available -> pending
+ *               payment_status processing) and the reservation available -> pending — two
+ *               statements, and shared by the concurrent cash-outs of the account in this process
+ *               (a batch: reserveInBatch)
  *   2 send      rail.sendPayment (idempotent on the end-to-end id)
  *   3 record    the rail's answer: accepted (stage 2, pix.payout.processing, HTTP 200) or queued
  *               (stage 2, pix.payout.queued, HTTP 202), with the idempotency answer; or timeout
