@@ -1,24 +1,38 @@
 /**
- * npm run bench — signed cash-outs against pixgate on PostgreSQL and Redis; prints requests/s and
- * latency percentiles for many accounts and for one hot account, then the request pipeline alone
- * (GET /balance, signed POST /cpf/validate with v1 and with v2). Figures only, no pass/fail.
+ * npm run bench — pixgate measured side by side with what its PostgreSQL can do, in one run:
  *
- * By default it starts a server (src/main.ts through tsx) on a fresh schema of the PostgreSQL
- * database and the Redis below, and drops the schema afterwards. To target a running server
- * instead, set BENCH_URL and BENCH_ADMIN_TOKEN (its sandbox must be on: APP_ENV other than
- * production).
+ *   1. pgbench TPC-B (read-write) and select-only on a throwaway database of the same server;
+ *   2. for each WEB_CONCURRENCY in BENCH_WORKERS (default "1,2"): a fresh pixgate (the built
+ *      dist/, as `npm start` runs it) on a fresh schema, then
+ *        - idle database statements per second (pixgate_db_statements_total from METRICS_PORT),
+ *        - signed cash-outs over many accounts and on one hot account,
+ *        - the request pipeline alone (GET /balance, signed POST /cpf/validate v1 and v2),
+ *        - cash-outs with a webhook registered: deliveries/s and the delay from the state change
+ *          (the cash-out's answer for pix.payout.processing; settled_at for pix.payout.confirmed)
+ *          to receipt at a local receiver,
+ *      with the largest RSS of each pixgate process sampled during the load;
+ *   3. pgbench again; each scenario is printed with its ratio to the mean of the two pgbench runs
+ *      (TPC-B for money movements, select-only for reads). No pass/fail: figures only.
+ *
+ * To target a running server instead, set BENCH_URL and BENCH_ADMIN_TOKEN (its sandbox must be on;
+ * idle, RSS and webhook figures are skipped).
  *
  *   BENCH_DATABASE_URL   postgres://postgres@127.0.0.1:5432/test  (or TEST_DATABASE_URL)
  *   BENCH_REDIS_URL      redis://127.0.0.1:6379                   (or TEST_REDIS_URL)
- *   BENCH_WORKERS        1     WEB_CONCURRENCY of the started server
+ *   BENCH_WORKERS        1,2   WEB_CONCURRENCY of each started server, one full run each
  *   BENCH_ACCOUNTS       50    accounts of the "many accounts" run
- *   BENCH_CONCURRENCY    32    requests in flight
- *   BENCH_SECONDS        10    length of each run (after 2 s of warm-up)
+ *   BENCH_CONCURRENCY    32    requests in flight (and pgbench clients)
+ *   BENCH_SECONDS        10    length of each run (after 2 s of warm-up) and of each pgbench run
  *   BENCH_SETTLEMENT_MS  1600  SIM_SETTLEMENT_MS of the started server
+ *   BENCH_PGBENCH_SCALE  32    pgbench scale factor (at least the number of clients, as pgbench advises)
+ *   BENCH_PGBENCH        1     0 skips pgbench (ratios are then not printed)
+ *   BENCH_ONLY           (all) comma-separated scenario names to run: many,hot,balance,v1,v2,webhooks
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
+import { readdirSync, readFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
@@ -26,6 +40,7 @@ import { Pool } from 'undici';
 import { signV1, signV2 } from '../src/auth/hmac.js';
 import { canonicalize } from '../src/lib/canonicalJson.js';
 import { packageRoot } from '../src/lib/paths.js';
+import { auth, call, cashOuts, merchant, type BenchRequest, type Merchant } from './lib.js';
 
 const env = process.env;
 const int = (name: string, fallback: number) => (env[name] ? Number(env[name]) : fallback);
@@ -33,10 +48,20 @@ const ACCOUNTS = int('BENCH_ACCOUNTS', 50);
 const CONCURRENCY = int('BENCH_CONCURRENCY', 32);
 const SECONDS = int('BENCH_SECONDS', 10);
 const WARMUP_SECONDS = 2;
+const PGBENCH_SCALE = int('BENCH_PGBENCH_SCALE', 32);
+const WORKER_COUNTS = (env.BENCH_WORKERS ?? '1,2').split(',').map(Number);
+const ONLY = env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(',')) : undefined;
+const wanted = (name: string) => ONLY === undefined || ONLY.has(name);
+const DB_URL = env.BENCH_DATABASE_URL ?? env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const REDIS_URL = env.BENCH_REDIS_URL ?? env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 interface Target {
   url: string;
   adminToken: string;
+  /** pids of the server's processes (primary and cluster workers); empty for BENCH_URL. */
+  pids(): number[];
+  /** Total database statements so far (sum over workers), or undefined if not measurable. */
+  statements(): Promise<number | undefined>;
   stop(): Promise<void>;
   describe: string;
 }
@@ -45,41 +70,81 @@ async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
+      const { port } = srv.address() as AddressInfo;
       srv.close(() => resolve(port));
     });
     srv.on('error', reject);
   });
 }
 
-async function startTarget(): Promise<Target> {
+/** Children of `pid`, recursively (Linux /proc). */
+function descendants(pid: number): number[] {
+  const byParent = new Map<number, number[]>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      byParent.set(ppid, [...(byParent.get(ppid) ?? []), Number(name)]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const out: number[] = [];
+  const walk = (p: number) => {
+    for (const c of byParent.get(p) ?? []) {
+      out.push(c);
+      walk(c);
+    }
+  };
+  walk(pid);
+  return out;
+}
+
+function rssMb(pid: number): number | undefined {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function startTarget(workers: number, webhookPort: number): Promise<Target> {
   if (env.BENCH_URL) {
     if (!env.BENCH_ADMIN_TOKEN) throw new Error('BENCH_URL needs BENCH_ADMIN_TOKEN');
-    return { url: env.BENCH_URL.replace(/\/$/, ''), adminToken: env.BENCH_ADMIN_TOKEN, stop: async () => {}, describe: `target ${env.BENCH_URL}` };
+    return {
+      url: env.BENCH_URL.replace(/\/$/, ''),
+      adminToken: env.BENCH_ADMIN_TOKEN,
+      pids: () => [],
+      statements: async () => undefined,
+      stop: async () => {},
+      describe: `target ${env.BENCH_URL}`,
+    };
   }
-  const dbUrl = env.BENCH_DATABASE_URL ?? env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-  const redisUrl = env.BENCH_REDIS_URL ?? env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
   const schema = `bench_${Date.now().toString(36)}`;
-  const admin = new pg.Client({ connectionString: dbUrl });
+  const admin = new pg.Client({ connectionString: DB_URL });
   await admin.connect();
   await admin.query(`CREATE SCHEMA ${schema}`);
   await admin.end();
   const port = await freePort();
+  const metricsPort = await freePort();
   const adminToken = `bench-${randomBytes(12).toString('hex')}`;
-  const workers = int('BENCH_WORKERS', 1);
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', join(packageRoot, 'src', 'main.ts')], {
+  const child: ChildProcess = spawn(process.execPath, [join(packageRoot, 'dist', 'src', 'main.js')], {
     env: {
       PATH: env.PATH ?? '',
       PORT: String(port),
-      DATABASE_URL: `${dbUrl}${dbUrl.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`,
-      REDIS_URL: redisUrl,
+      METRICS_PORT: String(metricsPort),
+      DATABASE_URL: `${DB_URL}${DB_URL.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`,
+      REDIS_URL,
       ADMIN_TOKEN: adminToken,
       WEB_CONCURRENCY: String(workers),
       RATE_LIMIT_PER_MINUTE: '100000000',
       SIM_SETTLEMENT_MS: String(int('BENCH_SETTLEMENT_MS', 1600)),
+      WEBHOOK_ALLOWED_HOSTS: `127.0.0.1:${webhookPort}`,
       LOG_LEVEL: 'warn',
     },
-    stdio: ['ignore', 'inherit', 'inherit'],
+    stdio: ['ignore', 'ignore', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 60_000;
@@ -95,11 +160,22 @@ async function startTarget(): Promise<Target> {
   return {
     url,
     adminToken,
-    describe: `started pixgate (WEB_CONCURRENCY=${workers}) on PostgreSQL schema ${schema} and Redis ${redisUrl}`,
+    pids: () => [child.pid!, ...descendants(child.pid!)],
+    async statements() {
+      try {
+        const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+        const lines = text.split('\n').filter((l) => l.startsWith('pixgate_db_statements_total'));
+        if (lines.length === 0) return undefined;
+        return lines.reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+      } catch {
+        return undefined;
+      }
+    },
+    describe: `pixgate (dist/, WEB_CONCURRENCY=${workers}) on PostgreSQL schema ${schema} and Redis ${REDIS_URL}`,
     async stop() {
       child.kill('SIGTERM');
       await new Promise((r) => child.once('exit', r));
-      const c = new pg.Client({ connectionString: dbUrl });
+      const c = new pg.Client({ connectionString: DB_URL });
       await c.connect();
       await c.query(`DROP SCHEMA ${schema} CASCADE`);
       await c.end();
@@ -107,69 +183,78 @@ async function startTarget(): Promise<Target> {
   };
 }
 
-async function call(t: Target, prefix: string, method: string, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(`${t.url}/api/${prefix}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${t.adminToken}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    ...(body ? { body: JSON.stringify(body) } : {}),
-  });
-  const json = await res.json();
-  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
+// ---------------------------------------------------------------------------------------------
+// pgbench: what the same PostgreSQL does on its own
+
+interface PgbenchFigures {
+  tpcb: number;
+  selectOnly: number;
 }
 
-interface Merchant {
-  accountId: number;
-  clientId: string;
-  secret: string;
-}
-
-let documentSeq = 0;
-function cnpj(): string {
-  const twelve = `${String(10_000_000 + ((Date.now() + documentSeq++ * 7919) % 89_999_999)).slice(0, 8)}0001`;
-  const digit = (d: string, w: number[]) => {
-    const r = w.reduce((a, x, i) => a + x * Number(d[i]), 0) % 11;
-    return r < 2 ? 0 : 11 - r;
+function pgbenchArgs(): { args: string[]; env: NodeJS.ProcessEnv } {
+  const u = new URL(DB_URL);
+  return {
+    args: ['-h', u.hostname, '-p', u.port || '5432', '-U', decodeURIComponent(u.username || 'postgres')],
+    env: { ...env, ...(u.password ? { PGPASSWORD: decodeURIComponent(u.password) } : {}) },
   };
-  const w1 = [5, 4, 3, 2, 9, 8, 7, 6, 5, 4, 3, 2];
-  const d1 = digit(twelve, w1);
-  return `${twelve}${d1}${digit(twelve + d1, [6, ...w1])}`;
 }
 
-async function merchant(t: Target): Promise<Merchant> {
-  const m = await call(t, 'admin', 'POST', '/merchants', { name: 'Bench', document: cnpj() });
-  await call(t, 'admin', 'POST', `/accounts/${m.account_id}/deposits`, { amount: 10_000_000_000 });
-  await call(t, 'admin', 'PATCH', `/accounts/${m.account_id}`, {
-    cash_out_daily_limit_cents: 1_000_000_000_000,
-    cash_out_nighttime_limit_cents: 1_000_000_000_000,
-  });
-  const k = await call(t, 'admin', 'POST', '/api-keys', {
-    merchant_id: m.merchant_id,
-    account_id: m.account_id,
-    permissions: ['transfer:write', 'transfer:read', 'account:read'],
-    ip_whitelist: ['127.0.0.1', '::1'],
-  });
-  return { accountId: m.account_id, clientId: k.client_id, secret: k.client_secret };
+const PGBENCH_DB = 'pixgate_bench_pgbench';
+
+async function pgbenchInit(): Promise<void> {
+  const admin = new pg.Client({ connectionString: DB_URL });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${PGBENCH_DB}`);
+  await admin.query(`CREATE DATABASE ${PGBENCH_DB}`);
+  await admin.end();
+  const { args, env: e } = pgbenchArgs();
+  execFileSync('pgbench', [...args, '-i', '-q', '-s', String(PGBENCH_SCALE), PGBENCH_DB], { env: e, stdio: 'ignore' });
 }
+
+async function pgbenchDrop(): Promise<void> {
+  const admin = new pg.Client({ connectionString: DB_URL });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${PGBENCH_DB}`);
+  await admin.end();
+}
+
+function pgbenchRun(selectOnly: boolean): number {
+  const { args, env: e } = pgbenchArgs();
+  const out = execFileSync(
+    'pgbench',
+    [...args, '-c', String(CONCURRENCY), '-j', '2', '-T', String(SECONDS), ...(selectOnly ? ['-S'] : []), PGBENCH_DB],
+    { env: e, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] },
+  );
+  const m = /tps = ([\d.]+)/.exec(out);
+  if (!m) throw new Error(`pgbench printed no tps:\n${out}`);
+  return Number(m[1]);
+}
+
+function pgbench(label: string): PgbenchFigures {
+  const f = { tpcb: pgbenchRun(false), selectOnly: pgbenchRun(true) };
+  console.log(`pgbench ${label}: TPC-B ${f.tpcb.toFixed(0)} tps, select-only ${f.selectOnly.toFixed(0)} tps (scale ${PGBENCH_SCALE}, ${CONCURRENCY} clients, 2 threads, ${SECONDS} s)`);
+  return f;
+}
+
+// ---------------------------------------------------------------------------------------------
+// pixgate
 
 interface RunResult {
   requests: number;
   seconds: number;
   statuses: Record<string, number>;
   latenciesMs: number[];
+  maxRssMb: number[];
 }
 
-interface BenchRequest {
-  path: string;
-  method: 'GET' | 'POST';
-  headers: Record<string, string>;
-  body?: string;
-}
 
-/** Runs CONCURRENCY loops for `seconds`, each sending `next()` until time is up. */
-async function run(pool: Pool, seconds: number, next: () => BenchRequest): Promise<RunResult> {
+/** Runs CONCURRENCY loops for `seconds`, each sending `next()` until time is up; samples RSS. */
+async function run(t: Target, pool: Pool, seconds: number, next: () => BenchRequest): Promise<RunResult> {
   const latencies: number[] = [];
   const statuses: Record<string, number> = {};
+  const pids = t.pids();
+  const maxRss = pids.map(() => 0);
+  const sampler = setInterval(() => pids.forEach((pid, i) => (maxRss[i] = Math.max(maxRss[i]!, rssMb(pid) ?? 0))), 250);
   const started = performance.now();
   const until = started + seconds * 1000;
   const worker = async () => {
@@ -177,32 +262,18 @@ async function run(pool: Pool, seconds: number, next: () => BenchRequest): Promi
       const req = next();
       const t0 = performance.now();
       const res = await pool.request(req);
-      await res.body.dump();
+      if (req.onBody) req.onBody(await res.body.text());
+      else await res.body.dump();
       latencies.push(performance.now() - t0);
       statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1;
     }
   };
-  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-  return { requests: latencies.length, seconds: (performance.now() - started) / 1000, statuses, latenciesMs: latencies };
-}
-
-const auth = (m: Merchant) => `ApiKey ${m.clientId}:${m.secret}`;
-
-/** A signed cash-out of 1 to 50 cents, round robin over `merchants`. */
-function cashOuts(merchants: Merchant[], pixKey: string) {
-  const runId = randomBytes(4).toString('hex');
-  let seq = 0; // never repeats across warm-up and measured runs: every cash-out is a new order
-  return (): BenchRequest => {
-    const n = seq++;
-    const m = merchants[n % merchants.length]!;
-    const text = JSON.stringify({ amount: 1 + (n % 50), external_id: `b-${runId}-${n}`, pix_key: pixKey });
-    return {
-      path: '/api/external/pix/cash-out',
-      method: 'POST',
-      headers: { authorization: auth(m), 'content-type': 'application/json', hmac: signV1(m.secret, canonicalize(text)) },
-      body: text,
-    };
-  };
+  try {
+    await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  } finally {
+    clearInterval(sampler);
+  }
+  return { requests: latencies.length, seconds: (performance.now() - started) / 1000, statuses, latenciesMs: latencies, maxRssMb: maxRss };
 }
 
 /** The request pipeline alone: GET /balance (stages 1-4, 7) and a signed POST /cpf/validate (all 8). */
@@ -241,47 +312,170 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
-function report(name: string, r: RunResult) {
+const ms = (v: number) => `${v.toFixed(1)} ms`;
+
+interface Row {
+  workers: number;
+  scenario: string;
+  throughput: number;
+  p99: number;
+  versus: 'tpcb' | 'selectOnly' | null;
+}
+const summary: Row[] = [];
+
+function report(workers: number, key: string, name: string, r: RunResult, versus: Row['versus']) {
   const sorted = [...r.latenciesMs].sort((a, b) => a - b);
-  const f = (ms: number) => `${ms.toFixed(1)} ms`;
+  const throughput = r.requests / r.seconds;
+  summary.push({ workers, scenario: name, throughput, p99: percentile(sorted, 99), versus });
   console.log(
     [
       `${name}`,
       `  requests      ${r.requests} in ${r.seconds.toFixed(1)} s`,
-      `  throughput    ${(r.requests / r.seconds).toFixed(0)} requests/s`,
-      `  latency       p50 ${f(percentile(sorted, 50))}   p90 ${f(percentile(sorted, 90))}   p99 ${f(percentile(sorted, 99))}   max ${f(sorted[sorted.length - 1] ?? NaN)}`,
+      `  throughput    ${throughput.toFixed(0)} requests/s`,
+      `  latency       p50 ${ms(percentile(sorted, 50))}   p90 ${ms(percentile(sorted, 90))}   p99 ${ms(percentile(sorted, 99))}   max ${ms(sorted[sorted.length - 1] ?? NaN)}`,
       `  statuses      ${Object.entries(r.statuses).map(([s, n]) => `${s}: ${n}`).join(', ')}`,
+      ...(r.maxRssMb.length ? [`  max RSS       ${r.maxRssMb.map((m) => `${m.toFixed(0)} MB`).join(', ')} (primary${r.maxRssMb.length > 1 ? ', workers' : ''})`] : []),
     ].join('\n'),
   );
+  void key;
 }
 
-async function main() {
-  const t = await startTarget();
+/** Statements per second of an idle server (no requests), from its own counter. */
+async function idle(t: Target, workers: number): Promise<void> {
+  await new Promise((r) => setTimeout(r, 3_000)); // let start-up work (migrations, first ticks) finish
+  const a = await t.statements();
+  const t0 = performance.now();
+  await new Promise((r) => setTimeout(r, 10_000));
+  const b = await t.statements();
+  const seconds = (performance.now() - t0) / 1000;
+  // The scrape itself issues no database statement; gauges read from the database would, so the
+  // counter's own scrape is taken once at each end and its share (if any) is included honestly.
+  if (a === undefined || b === undefined) console.log('idle: pixgate_db_statements_total not exposed by this server; skipped');
+  else {
+    const rate = (b - a) / seconds;
+    console.log(`idle: ${rate.toFixed(1)} database statements/s over ${seconds.toFixed(0)} s (all processes, WEB_CONCURRENCY=${workers})`);
+    summary.push({ workers, scenario: 'idle database statements/s', throughput: rate, p99: NaN, versus: null });
+  }
+}
+
+/** Receipts of webhook deliveries at a local receiver. */
+function webhookReceiver() {
+  const received: { at: number; event: string; transactionId?: string; settledAt?: string }[] = [];
+  const server = createHttpServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const at = Date.now();
+      try {
+        const body = JSON.parse(Buffer.concat(chunks).toString()) as { event: string; transaction_id?: string; settled_at?: string };
+        received.push({ at, event: body.event, ...(body.transaction_id ? { transactionId: body.transaction_id } : {}), ...(body.settled_at ? { settledAt: body.settled_at } : {}) });
+      } catch {
+        // not ours
+      }
+      res.writeHead(200).end();
+    });
+  });
+  return { server, received };
+}
+
+async function webhookScenario(t: Target, workers: number, pool: Pool, pixKey: string, receiver: ReturnType<typeof webhookReceiver>, port: number) {
+  // Ten accounts, each with a webhook for its payout events: every cash-out is delivered twice
+  // (pix.payout.processing at once, pix.payout.confirmed after settlement).
+  const accounts = await Promise.all(Array.from({ length: 10 }, () => merchant(t)));
+  const registration = JSON.stringify({ url: `http://127.0.0.1:${port}/hook`, events: ['pix.payout.processing', 'pix.payout.confirmed'], allow_insecure: true });
+  for (const m of accounts) {
+    const r = await fetch(`${t.url}/api/external/webhooks`, {
+      method: 'POST',
+      headers: { authorization: auth(m), 'content-type': 'application/json', hmac: signV1(m.secret, canonicalize(registration)) },
+      body: registration,
+    });
+    if (r.status !== 201) throw new Error(`webhook registration: ${r.status} ${await r.text()}`);
+  }
+  const answeredAt = new Map<string, number>();
+  receiver.received.length = 0;
+  const started = Date.now();
+  const r = await run(t, pool, SECONDS, cashOuts(accounts, pixKey, (b) => b.transaction_id && answeredAt.set(b.transaction_id, Date.now())));
+  // Let the last settlements and deliveries arrive.
+  const settleWait = int('BENCH_SETTLEMENT_MS', 1600) + 5_000;
+  await new Promise((res) => setTimeout(res, settleWait));
+  const mine = receiver.received;
+  const processing = mine.filter((x) => x.event === 'pix.payout.processing' && x.transactionId && answeredAt.has(x.transactionId));
+  const confirmed = mine.filter((x) => x.event === 'pix.payout.confirmed' && x.settledAt);
+  const delays = (xs: number[]) => xs.sort((a, b) => a - b);
+  const dProcessing = delays(processing.map((x) => Math.max(0, x.at - answeredAt.get(x.transactionId!)!)));
+  const dConfirmed = delays(confirmed.map((x) => Math.max(0, x.at - Date.parse(x.settledAt!))));
+  const last = Math.max(...mine.map((x) => x.at), started);
+  report(workers, 'webhooks', 'cash-out, 10 accounts each with a webhook (processing + confirmed)', r, 'tpcb');
+  console.log(
+    [
+      `  deliveries    ${mine.length} received of ${2 * answeredAt.size} expected (${processing.length} processing, ${confirmed.length} confirmed), ${(mine.length / ((last - started) / 1000)).toFixed(0)}/s`,
+      `  processing    answer -> receipt   p50 ${ms(percentile(dProcessing, 50))}   p99 ${ms(percentile(dProcessing, 99))}`,
+      `  confirmed     settled_at -> receipt  p50 ${ms(percentile(dConfirmed, 50))}   p99 ${ms(percentile(dConfirmed, 99))}`,
+    ].join('\n'),
+  );
+  summary.push({ workers, scenario: 'webhook deliveries/s (p99 state change -> receipt, processing)', throughput: mine.length / ((last - started) / 1000), p99: percentile(dProcessing, 99), versus: null });
+}
+
+async function benchServer(workers: number, receiver: ReturnType<typeof webhookReceiver>, webhookPort: number) {
+  const t = await startTarget(workers, webhookPort);
   try {
-    console.log(`pixgate bench: ${t.describe}`);
-    console.log(`concurrency ${CONCURRENCY}, ${SECONDS} s per run after ${WARMUP_SECONDS} s warm-up, cash-outs signed with HMAC v1\n`);
+    console.log(`\n== ${t.describe}`);
+    if (!env.BENCH_URL) await idle(t, workers);
     const pixKey = `bench-${randomBytes(4).toString('hex')}@example.com`;
     await call(t, 'sandbox', 'POST', '/dict/keys', { key: pixKey, type: 'email', name: 'Bench Receiver', document: '52998224725', ispb: '18236120' });
     const many = await Promise.all(Array.from({ length: ACCOUNTS }, () => merchant(t)));
     const hot = [await merchant(t)];
     const pool = new Pool(t.url, { connections: CONCURRENCY, pipelining: 1 });
-    const scenarios: [string, () => BenchRequest][] = [
-      [`cash-out, many accounts (${ACCOUNTS}, round robin)`, cashOuts(many, pixKey)],
-      ['cash-out, one hot account', cashOuts(hot, pixKey)],
-      ['pipeline only: GET /balance (credentials, whitelist, permission)', balances(many[0]!)],
-      ['pipeline only: POST /cpf/validate signed v1 (all eight stages)', cpfValidations(many[0]!, 1)],
-      ['pipeline only: POST /cpf/validate signed v2 + Idempotency-Key (nonce in Redis, idempotency record)', cpfValidations(many[0]!, 2)],
+    const scenarios: [string, string, () => BenchRequest, Row['versus']][] = [
+      ['many', `cash-out, many accounts (${ACCOUNTS}, round robin)`, cashOuts(many, pixKey), 'tpcb'],
+      ['hot', 'cash-out, one hot account', cashOuts(hot, pixKey), 'tpcb'],
+      ['balance', 'pipeline only: GET /balance (credentials, whitelist, permission)', balances(many[0]!), 'selectOnly'],
+      ['v1', 'pipeline only: POST /cpf/validate signed v1 (all eight stages)', cpfValidations(many[0]!, 1), null],
+      ['v2', 'pipeline only: POST /cpf/validate signed v2 + Idempotency-Key (nonce in Redis, idempotency record)', cpfValidations(many[0]!, 2), null],
     ];
     try {
-      for (const [name, next] of scenarios) {
-        await run(pool, WARMUP_SECONDS, next);
-        report(name, await run(pool, SECONDS, next));
+      for (const [key, name, next, versus] of scenarios) {
+        if (!wanted(key)) continue;
+        await run(t, pool, WARMUP_SECONDS, next);
+        report(workers, key, name, await run(t, pool, SECONDS, next), versus);
       }
+      if (wanted('webhooks') && !env.BENCH_URL) await webhookScenario(t, workers, pool, pixKey, receiver, webhookPort);
     } finally {
       await pool.close();
     }
   } finally {
     await t.stop();
+  }
+}
+
+async function main() {
+  const usePgbench = env.BENCH_PGBENCH !== '0';
+  console.log(`pixgate bench: concurrency ${CONCURRENCY}, ${SECONDS} s per run after ${WARMUP_SECONDS} s warm-up, cash-outs signed with HMAC v1`);
+  let before: PgbenchFigures | undefined;
+  let after: PgbenchFigures | undefined;
+  if (usePgbench) {
+    await pgbenchInit();
+    before = pgbench('before');
+  }
+  const receiver = webhookReceiver();
+  await new Promise<void>((r) => receiver.server.listen(0, '127.0.0.1', r));
+  const webhookPort = (receiver.server.address() as AddressInfo).port;
+  try {
+    for (const workers of env.BENCH_URL ? [1] : WORKER_COUNTS) await benchServer(workers, receiver, webhookPort);
+  } finally {
+    receiver.server.close();
+  }
+  if (usePgbench) {
+    after = pgbench('after');
+    await pgbenchDrop();
+  }
+  console.log('\n== summary' + (before && after ? ' (ratio: against the mean of the pgbench runs before and after)' : ''));
+  const base = before && after ? { tpcb: (before.tpcb + after.tpcb) / 2, selectOnly: (before.selectOnly + after.selectOnly) / 2 } : undefined;
+  if (base) console.log(`pgbench mean: TPC-B ${base.tpcb.toFixed(0)} tps, select-only ${base.selectOnly.toFixed(0)} tps`);
+  for (const row of summary) {
+    const ratio = base && row.versus ? `  ${((100 * row.throughput) / base[row.versus]).toFixed(1)}% of ${row.versus === 'tpcb' ? 'TPC-B' : 'select-only'}` : '';
+    const p99 = Number.isNaN(row.p99) ? '' : `  p99 ${ms(row.p99)}`;
+    console.log(`WEB_CONCURRENCY=${row.workers}  ${row.scenario.padEnd(60)} ${row.throughput.toFixed(row.throughput < 100 ? 1 : 0).padStart(7)}/s${p99}${ratio}`);
   }
 }
 

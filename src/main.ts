@@ -31,7 +31,9 @@ async function main() {
     await migrate(db);
     await db.close();
     log.info({ workers: config.webConcurrency }, 'starting HTTP workers');
-    for (let i = 0; i < config.webConcurrency; i++) cluster.fork();
+    // Local mode seeds a demo merchant on an empty database: only the first worker may, or two
+    // workers race, seed twice and one dies on the second registration of the demo PIX key.
+    for (let i = 0; i < config.webConcurrency; i++) cluster.fork(i === 0 ? {} : { PIXGATE_SEED_DEMO: '0' });
     if (config.metricsPort !== undefined) {
       await startMetricsListener(config.metricsPort, config.metricsHost, clusterCollector());
       log.info({ port: config.metricsPort, host: config.metricsHost }, 'metrics listener ready (sum over workers)');
@@ -40,7 +42,7 @@ async function main() {
     cluster.on('exit', (worker, code, signal) => {
       if (shuttingDown) return;
       log.error({ pid: worker.process.pid, code, signal }, 'worker died; starting another');
-      cluster.fork();
+      cluster.fork({ PIXGATE_SEED_DEMO: '0' });
     });
     const shutdown = () => {
       shuttingDown = true;
@@ -55,7 +57,7 @@ async function main() {
     return;
   }
 
-  const server = await startServer(config, { log });
+  const server = await startServer(config, { log, ...(process.env.PIXGATE_SEED_DEMO === '0' ? { seed: false } : {}) });
   const shutdown = (signal: string) => {
     log.info({ signal }, 'signal received');
     setTimeout(() => {

@@ -116,6 +116,11 @@ describe.runIf(pgUrl && redisUrl)('the pixgate process on PostgreSQL and Redis',
     expect(await ready.json()).toEqual({ status: 'ready', checks: { database: 'ok', redis: 'ok' } });
     const [{ n }] = (await c.query(`SELECT count(*)::int AS n FROM ${schema}.schema_migrations`)).rows;
     expect(n).toBeGreaterThan(0);
+    // Local mode seeds the demo merchant once: the workers do not race to seed it (one used to die
+    // on the second registration of the demo PIX key and be restarted).
+    const [{ merchants }] = (await c.query(`SELECT count(*)::int AS merchants FROM ${schema}.merchants`)).rows;
+    expect(merchants).toBe(1);
+    expect(p.output()).not.toMatch(/failed to start|worker died/);
     p.proc.kill('SIGTERM');
     expect((await p.exited).code).toBe(0);
     await c.query(`DROP SCHEMA ${schema} CASCADE`);

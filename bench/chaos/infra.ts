@@ -70,7 +70,8 @@ export class PostgresCluster {
   readonly data: string;
   port = 0;
   private options = '';
-  constructor() {
+  /** `extraOptions`: more `-c name=value` settings (e.g. shared_preload_libraries for profiling). */
+  constructor(private readonly extraOptions = '') {
     this.dir = mkdtempSync(join(tmpdir(), 'pixgate-chaos-pg-'));
     this.data = join(this.dir, 'data');
     if (process.getuid?.() === 0) chownSync(this.dir, Number(spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout.trim()), Number(spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim()));
@@ -84,7 +85,7 @@ export class PostgresCluster {
     this.port = await freePort();
     const r = await pgTool('initdb', ['-D', this.data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-instructions']);
     if (r.status !== 0) throw new Error(`initdb failed:\n${r.out}`);
-    this.options = `-c port=${this.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=${this.dir} -c max_connections=200 -c shared_buffers=32MB`;
+    this.options = `-c port=${this.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=${this.dir} -c max_connections=200 -c shared_buffers=32MB ${this.extraOptions}`.trim();
     await this.start();
   }
 

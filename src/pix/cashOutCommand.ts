@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
-import { EXTERNAL_ID, EXTERNAL_ID_MESSAGE } from './externalId.js';
-import { addField, newFieldMap } from '../http/errors.js';
+import { amountInCents, parseExternalId } from './externalId.js';
+import { readBody } from '../http/bodyReader.js';
 import { BrCodeError, decodeBrCode } from '../lib/brcode.js';
-import { canonicalize, JsonDecimal } from '../lib/canonicalJson.js';
-import { MAX_AMOUNT_CENTS } from '../lib/money.js';
+import { canonicalize } from '../lib/canonicalJson.js';
 import { cashOutBadRequest, cashOutError } from './cashOutErrors.js';
 import { brCodeKey, detectPixKeyType, normalizePixKey, PIX_KEY_TYPES, type PixKeyType } from './keys.js';
 
@@ -32,21 +31,9 @@ export const DESCRIPTION_MAX = 140;
  * key format`, 422 `Invalid EMV payload: …`). Unknown fields are refused.
  */
 export function parseCashOut(body: unknown): CashOutCommand {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw cashOutBadRequest({ body: ['must be a JSON object'] });
-  const b = body as Record<string, unknown>;
-  const fields = newFieldMap();
-  const add = (field: string, message: string) => addField(fields, field, message);
-  for (const key of Object.keys(b)) if (!FIELDS.has(key)) add(key, 'is not a permitted field');
-
-  const present = (k: string) => b[k] !== undefined && b[k] !== null;
-  const str = (k: string): string | null => {
-    if (!present(k)) return null;
-    if (typeof b[k] !== 'string') {
-      add(k, 'must be a string');
-      return null;
-    }
-    return b[k] as string;
-  };
+  const r = readBody(body, FIELDS, cashOutBadRequest);
+  const { add, present, str } = r;
+  const b = r.body;
   const pixKey = str('pix_key');
   const emv = str('emv');
   // One canonical form for "no description": absent, null, "" and blanks are all null, so they are
@@ -61,24 +48,12 @@ export function parseCashOut(body: unknown): CashOutCommand {
   if (!present('amount') && !present('emv')) add('amount', 'is required');
   if (keyTypeRaw !== null && !(PIX_KEY_TYPES as readonly string[]).includes(keyTypeRaw)) add('pix_key_type', `must be one of: ${PIX_KEY_TYPES.join(', ')}`);
   if (descriptionRaw !== null && [...descriptionRaw].length > DESCRIPTION_MAX) add('description', `is too long (maximum is ${DESCRIPTION_MAX} characters)`);
-  let externalId: string | null = null;
-  if (externalRaw !== null) {
-    externalId = externalRaw.trim();
-    if (!EXTERNAL_ID.test(externalId)) add('external_id', EXTERNAL_ID_MESSAGE);
-  }
-  if (Object.keys(fields).length > 0) throw cashOutBadRequest(fields);
+  const externalId = parseExternalId(externalRaw, add);
+  r.check();
 
   let amountCents: number | null = null;
   if (present('amount')) {
-    const a = b.amount;
-    // Integer-ness is the JSON text's: `100.0` and `1e2` arrive as JsonDecimal and are refused.
-    if (typeof a !== 'number' || !Number.isSafeInteger(a) || a <= 0 || a > MAX_AMOUNT_CENTS) {
-      const got = a instanceof JsonDecimal ? a.text : JSON.stringify(a);
-      throw cashOutError('invalid_amount', {
-        detail: `amount must be an integer number of cents from 1 to ${MAX_AMOUNT_CENTS}, got ${got}`,
-      });
-    }
-    amountCents = a;
+    amountCents = amountInCents(b.amount, (detail) => cashOutError('invalid_amount', { detail }));
   }
 
   let key: string;

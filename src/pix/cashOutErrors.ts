@@ -1,4 +1,4 @@
-import { HttpError, type FieldMap } from '../http/errors.js';
+import { businessErrorCatalog, type FieldMap, type HttpError } from '../http/errors.js';
 
 /**
  * Errors of POST /pix/cash-out. The spec names the codes but not the body that carries them; every
@@ -28,17 +28,12 @@ export const CASH_OUT_ERRORS = {
 
 export type CashOutErrorCode = keyof typeof CASH_OUT_ERRORS;
 
+const errors = businessErrorCatalog(CASH_OUT_ERRORS);
+
 /** A cash-out error; `message` replaces the catalog message (unprocessable_entity carries its own). */
 export function cashOutError(code: CashOutErrorCode, options: { detail?: string; message?: string } = {}): HttpError {
-  const { status } = CASH_OUT_ERRORS[code];
-  const message = options.message ?? CASH_OUT_ERRORS[code].message;
-  return new HttpError(status, { worked: false, errors: { [code]: message }, code, detail: options.detail ?? message });
+  return errors.error(code, options);
 }
 
 /** 400 with a field map (`{amount: ['is required']}`). */
-export function cashOutBadRequest(fields: FieldMap): HttpError {
-  const detail = Object.entries(fields)
-    .map(([field, messages]) => `${field} ${messages.join(', ')}`)
-    .join('; ');
-  return new HttpError(400, { worked: false, errors: { bad_request: fields }, code: 'bad_request', detail });
-}
+export const cashOutBadRequest = (fields: FieldMap): HttpError => errors.badRequest(fields);

@@ -1,4 +1,4 @@
-import { HttpError, type FieldMap } from '../http/errors.js';
+import { businessErrorCatalog, type FieldMap, type HttpError } from '../http/errors.js';
 
 /**
  * Errors of a TEF (docs/tef.md), in the cash-out's error body:
@@ -23,15 +23,10 @@ export const TEF_ERRORS = {
 
 export type TefErrorCode = keyof typeof TEF_ERRORS;
 
+const errors = businessErrorCatalog(TEF_ERRORS);
+
 export function tefError(code: TefErrorCode, options: { detail?: string; message?: string; extra?: Record<string, unknown> } = {}): HttpError {
-  const { status } = TEF_ERRORS[code];
-  const message = options.message ?? TEF_ERRORS[code].message;
-  return new HttpError(status, { worked: false, ...options.extra, errors: { [code]: message }, code, detail: options.detail ?? message });
+  return errors.error(code, options);
 }
 
-export function tefBadRequest(fields: FieldMap): HttpError {
-  const detail = Object.entries(fields)
-    .map(([field, messages]) => `${field} ${messages.join(', ')}`)
-    .join('; ');
-  return new HttpError(400, { worked: false, errors: { bad_request: fields }, code: 'bad_request', detail });
-}
+export const tefBadRequest = (fields: FieldMap): HttpError => errors.badRequest(fields);

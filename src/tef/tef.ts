@@ -2,15 +2,15 @@ import { createHash } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import type { Sql } from '../db/db.js';
 import { emitEvent } from '../events/outbox.js';
-import { addField, newFieldMap } from '../http/errors.js';
-import { canonicalize, JsonDecimal } from '../lib/canonicalJson.js';
+import { readBody } from '../http/bodyReader.js';
+import { canonicalize } from '../lib/canonicalJson.js';
 import { isoZ } from '../lib/clock.js';
 import { newTransactionId } from '../lib/ids.js';
-import { centsToBaseUnits, MAX_AMOUNT_CENTS } from '../lib/money.js';
+import { centsToBaseUnits } from '../lib/money.js';
 import { lockAccounts, post } from '../ledger/ledger.js';
 import * as merchants from '../merchants/repository.js';
 import { DESCRIPTION_MAX, resolveKey } from '../pix/cashOutCommand.js';
-import { EXTERNAL_ID, EXTERNAL_ID_MESSAGE } from '../pix/externalId.js';
+import { amountInCents, parseExternalId } from '../pix/externalId.js';
 import { PIX_KEY_TYPES, type PixKeyType } from '../pix/keys.js';
 import { limitProblem, limitWindows } from '../pix/limits.js';
 import * as pixRepo from '../pix/repository.js';
@@ -44,20 +44,9 @@ const FIELDS = new Set(['amount', 'account_id', 'pix_key', 'pix_key_type', 'desc
 
 /** Validates the body of POST /tef/transfers (unknown fields refused; the cash-out's rules for amount, key, description and external_id). */
 export function parseTef(body: unknown): TefCommand {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw tefBadRequest({ body: ['must be a JSON object'] });
-  const b = body as Record<string, unknown>;
-  const fields = newFieldMap();
-  const add = (field: string, message: string) => addField(fields, field, message);
-  for (const key of Object.keys(b)) if (!FIELDS.has(key)) add(key, 'is not a permitted field');
-  const present = (k: string) => Object.hasOwn(b, k) && b[k] !== undefined && b[k] !== null;
-  const str = (k: string): string | null => {
-    if (!present(k)) return null;
-    if (typeof b[k] !== 'string') {
-      add(k, 'must be a string');
-      return null;
-    }
-    return b[k] as string;
-  };
+  const r = readBody(body, FIELDS, tefBadRequest);
+  const { add, present, str } = r;
+  const b = r.body;
   const pixKeyRaw = str('pix_key');
   const keyTypeRaw = str('pix_key_type');
   const description = str('description');
@@ -72,16 +61,9 @@ export function parseTef(body: unknown): TefCommand {
   if (!present('amount')) add('amount', 'is required');
   if (keyTypeRaw !== null && !(PIX_KEY_TYPES as readonly string[]).includes(keyTypeRaw)) add('pix_key_type', `must be one of: ${PIX_KEY_TYPES.join(', ')}`);
   if (description !== null && [...description].length > DESCRIPTION_MAX) add('description', `is too long (maximum is ${DESCRIPTION_MAX} characters)`);
-  let externalId: string | null = null;
-  if (externalRaw !== null) {
-    externalId = externalRaw.trim();
-    if (!EXTERNAL_ID.test(externalId)) add('external_id', EXTERNAL_ID_MESSAGE);
-  }
-  if (Object.keys(fields).length > 0) throw tefBadRequest(fields);
-  const a = b.amount;
-  if (typeof a !== 'number' || !Number.isSafeInteger(a) || a <= 0 || a > MAX_AMOUNT_CENTS) {
-    throw tefError('invalid_amount', { detail: `amount must be an integer number of cents from 1 to ${MAX_AMOUNT_CENTS}, got ${a instanceof JsonDecimal ? a.text : JSON.stringify(a)}` });
-  }
+  const externalId = parseExternalId(externalRaw, add);
+  r.check();
+  const a = amountInCents(b.amount, (detail) => tefError('invalid_amount', { detail }));
   const pixKey = pixKeyRaw === null ? null : resolveKey(pixKeyRaw, keyTypeRaw as PixKeyType | null);
   const what = { amount: a, account_id: toAccountId, key: pixKey?.key ?? null, description };
   const fingerprint = createHash('sha256').update(canonicalize(JSON.stringify(what)), 'utf8').digest('hex');

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { afterAll } from 'vitest';
 import { packageRoot } from '../../src/lib/paths.js';
 
 export const MAIN = join(packageRoot, 'dist', 'src', 'main.js');
@@ -16,6 +17,26 @@ export interface PixgateProcess {
   url?: string;
 }
 
+/**
+ * Every server a test file spawned is killed when the file ends, and when its test process exits,
+ * even if a test failed or timed out before its own cleanup: an orphaned server (parent 1) would
+ * keep polling its database and load the machine for the rest of the run.
+ */
+const spawned = new Set<ChildProcess>();
+const alive = (p: ChildProcess) => p.exitCode === null && p.signalCode === null;
+afterAll(async () => {
+  // SIGTERM first: a primary of WEB_CONCURRENCY > 1 stops its workers on it; SIGKILL after 5 s.
+  const left = [...spawned].filter(alive);
+  for (const p of left) p.kill('SIGTERM');
+  await Promise.all(
+    left.map((p) => Promise.race([new Promise((r) => p.once('exit', r)), new Promise((r) => setTimeout(r, 5_000))]).then(() => alive(p) && p.kill('SIGKILL'))),
+  );
+  spawned.clear();
+});
+process.once('exit', () => {
+  for (const p of spawned) if (alive(p)) p.kill('SIGKILL');
+});
+
 /** Runs the built server (`npm start` runs the same file) as a child process. */
 export function spawnPixgate(env: Record<string, string>): PixgateProcess {
   if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npm run build (npm test does)`);
@@ -23,6 +44,8 @@ export function spawnPixgate(env: Record<string, string>): PixgateProcess {
     env: { PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  spawned.add(proc);
+  proc.once('exit', () => spawned.delete(proc));
   let out = '';
   const listeners = new Set<() => void>();
   const onData = (chunk: Buffer) => {

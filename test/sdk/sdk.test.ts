@@ -27,7 +27,7 @@ import { foreignKey, SIM_FAST, waitFor } from '../helpers/pix.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { startReceiver, type Receiver } from '../webhooks/helpers.js';
 
-const sdkFor = (s: { url: string }, m: MerchantFixture, extra: Partial<ConstructorParameters<typeof Pixgate>[0]> = {}) =>
+const sdkFor = (s: { url: string }, m: MerchantFixture, extra: Partial<Omit<ConstructorParameters<typeof Pixgate>[0], 'keyCase'>> = {}) =>
   new Pixgate({ baseUrl: s.url, clientId: m.client.clientId, clientSecret: m.client.clientSecret, sleep: async () => {}, ...extra });
 
 describe('SDK signing (WebCrypto) agrees with the server’s verifier', () => {
