@@ -63,9 +63,22 @@ export async function onPaymentHeld(tx: Sql, ctx: AppContext, n: Of<'payment.hel
   await emitFor(tx, 'pix.payout.held', held, { ...payoutBody(held), held_at: now.toISOString() });
 }
 
+/**
+ * The settlement takes the account's books last (the `pending` row, through the ledger's running
+ * balance in its last statement) instead of first: it only gives back what its own reservation
+ * put in `pending`, reads no balance, and the record's lock (taken first) makes it happen once —
+ * so the account lock, which every cash-out of a hot account needs, is held for one statement and
+ * the COMMIT instead of the whole transaction. No deadlock with the books-then-record order of the
+ * other paths: those touch a cash-out's record only while it is at stage 1 or failed, never while
+ * the rail settles it (and a deadlock would be retried).
+ */
 export async function onPaymentSettled(tx: Sql, ctx: AppContext, n: Of<'payment.settled'>): Promise<void> {
-  const row = await lockPayout(tx, ctx, n.endToEndId, true);
-  if (!row || row.stage === 3) return;
+  const row = await repo.lockByEndToEndId(tx, n.endToEndId);
+  if (!row || row.kind !== 'cash_out') {
+    ctx.log.warn({ end_to_end_id: n.endToEndId }, 'rail notification for an unknown payout ignored');
+    return;
+  }
+  if (row.stage === 3) return;
   await announceAcceptance(tx, row);
   addMoney(row.amount, row.fee_amount); // in range (it was reserved)
   // The ledger transaction (pending -> central bank + fees), the record settled and

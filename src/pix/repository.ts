@@ -365,6 +365,12 @@ export async function markSentWithEvent(
   return { row: { ...rest, merchant_id: row.merchant_id }, recorded: recorded === 1 };
 }
 
+/** A record by end-to-end id, locked (FOR UPDATE, read as of the lock). */
+export async function lockByEndToEndId(tx: Sql, endToEndId: string): Promise<OwnedTransaction | undefined> {
+  const [row] = await tx.query<OwnedTransaction>(`${OWNED} WHERE t.end_to_end_id = $1 FOR UPDATE OF t`, [endToEndId]);
+  return row;
+}
+
 /**
  * A record by end-to-end id and, when it is a cash-out, its account's books locked (FOR UPDATE,
  * in id order) in the same statement — the lock order of every money movement: books first, then

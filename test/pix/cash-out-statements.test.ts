@@ -27,7 +27,7 @@ const EXPECTED = {
   reserve: 4, // was 9: BEGIN, lock books, read external_id, read holder, usage upsert, insert record, ledger, bind key, COMMIT
   send: 1, // was 3: directory entry, insert payment, read stall switch
   record: 3, // was 5: BEGIN, mark sent, outbox event, idempotency answer, COMMIT
-  settle: 10, // was 20: two transactions of the engine, a per-notification delete, nine in the handler's transaction
+  settle: 9, // was 20: two transactions of the engine, a per-notification delete, nine in the handler's transaction
 };
 
 /** Splits the statements of one cash-out into its steps (they run one after another). */
