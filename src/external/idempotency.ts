@@ -118,14 +118,23 @@ export class IdempotencyClaim {
    * checked by the caller; `recordedIn` must then be called with that transaction.
    */
   prepare(statusCode: number, body: string): PreparedAnswer {
-    return { id: this.id, token: this.token, statusCode, body, recordedIn: (tx) => this.recordedIn(tx, statusCode, body) };
+    return {
+      id: this.id,
+      token: this.token,
+      statusCode,
+      body,
+      recordedIn: (tx) => this.recordedIn(tx, statusCode, body),
+      recorded: () => this.markRecorded(statusCode, body),
+    };
   }
 
   private recordedIn(tx: Sql, statusCode: number, body: string): void {
-    afterCommit(tx, () => {
-      this.recorded = { statusCode, body };
-      this.settled();
-    });
+    afterCommit(tx, () => this.markRecorded(statusCode, body));
+  }
+
+  private markRecorded(statusCode: number, body: string): void {
+    this.recorded = { statusCode, body };
+    this.settled();
   }
 }
 
@@ -135,8 +144,10 @@ export interface PreparedAnswer {
   token: string;
   statusCode: number;
   body: string;
-  /** Call once the caller's statement recorded it, with its transaction. */
+  /** Call once the caller's statement recorded it, with its transaction… */
   recordedIn(tx: Sql): void;
+  /** …or, when that statement ran on its own (it committed when it returned), right after it. */
+  recorded(): void;
 }
 
 /**

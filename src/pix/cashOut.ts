@@ -430,11 +430,11 @@ async function submit(ctx: AppContext, row: OwnedTransaction, key: CashOutKey): 
     // recovery worker sends it again (the rail deduplicates on the end-to-end id).
     ctx.log.error({ err, transaction_id: row.transaction_id }, 'rail did not answer a payment order; it will be sent again');
   }
+  if (ack !== null && ack.status !== 'timeout' && key.prepare) {
+    const sent = await recordSent(ctx, row, ack.status === 'queued' ? 'queued' : 'processing', key);
+    if (sent) return sent;
+  }
   const result = await ctx.db.transaction(async (tx) => {
-    if (ack !== null && ack.status !== 'timeout' && key.prepare) {
-      const sent = await recordSent(tx, ctx, row, ack.status === 'queued' ? 'queued' : 'processing', key);
-      if (sent) return sent;
-    }
     const current = await applyPaymentAck(tx, ctx, row, ack);
     if (current === 'timeout') return 'timeout' as const;
     const answer = cashOutAnswer(current);
@@ -446,23 +446,27 @@ async function submit(ctx: AppContext, row: OwnedTransaction, key: CashOutKey): 
 }
 
 /**
- * Step 3 when the rail took the order, in one statement: stage 1 -> 2, the event
- * (pix.payout.processing, or pix.payout.queued) and the Idempotency-Key's answer. The answer is
- * the record as this move leaves it; undefined when something moved the record first (a rail
- * notification, a concurrent repeat): the caller then answers the record as it stands.
+ * Step 3 when the rail took the order, in one statement on its own (atomic, no BEGIN/COMMIT round
+ * trips): stage 1 -> 2, the event (pix.payout.processing, or pix.payout.queued) and the
+ * Idempotency-Key's answer — the record moves only while the request still owns its key. The
+ * answer is the record as this move leaves it; undefined when nothing moved (a rail notification
+ * or a concurrent repeat moved the record first, or the key was lost): the caller then takes the
+ * transactional path, which answers the record as it stands (or fails on the lost key).
  */
-async function recordSent(tx: Sql, ctx: AppContext, row: OwnedTransaction, paymentStatus: 'processing' | 'queued', key: CashOutKey): Promise<CashOutAnswer | undefined> {
+async function recordSent(ctx: AppContext, row: OwnedTransaction, paymentStatus: 'processing' | 'queued', key: CashOutKey): Promise<CashOutAnswer | undefined> {
   const now = ctx.clock.now();
   const after: OwnedTransaction = { ...row, stage: 2, payment_status: paymentStatus };
   const answer = cashOutAnswer(after);
   const prepared = key.prepare!(answer.statusCode, answer.body);
   const event = paymentStatus === 'queued' ? 'pix.payout.queued' : 'pix.payout.processing';
   const payload = paymentStatus === 'queued' ? { ...payoutBody(after), queued_at: now.toISOString() } : payoutBody(after);
-  const moved = await repo.markSentWithEvent(tx, row, paymentStatus, now, { event, body: outboxBody(event, payload) }, prepared);
+  const moved = await repo.markSentWithEvent(ctx.db, row, paymentStatus, now, { event, body: outboxBody(event, payload) }, prepared);
   if (!moved) return undefined;
   if (prepared) {
+    // Taken over between the statement's check and its update (the record moved: the new holder
+    // resumes it and answers it).
     if (!moved.recorded) throw new IdempotencyLostError('the idempotency claim was lost');
-    prepared.recordedIn(tx);
+    prepared.recorded();
   }
   return answer;
 }

@@ -336,9 +336,10 @@ export async function insertCashOuts(
 
 /**
  * Step 3 of a cash-out the rail took, in one statement: the record moves from stage 1 to stage 2
- * (`processing` or `queued`) unless something moved it first, the event is written to the outbox,
- * and the Idempotency-Key's answer recorded — each only if the record moved. Returns the record
- * after the move (undefined: it had moved already) and whether the answer was recorded.
+ * (`processing` or `queued`) unless something moved it first or `answer`'s claim is no longer
+ * held, the event is written to the outbox, and the Idempotency-Key's answer recorded — each only
+ * if the record moved. Returns the record after the move (undefined: nothing moved) and whether
+ * the answer was recorded.
  */
 export async function markSentWithEvent(
   tx: Sql,
@@ -350,7 +351,11 @@ export async function markSentWithEvent(
 ): Promise<{ row: OwnedTransaction; recorded: boolean } | undefined> {
   const [moved] = await tx.query<TransactionRow & { recorded: number }>(
     `WITH t AS (
-       UPDATE transactions SET stage = 2, payment_status = $2, updated_at = $3 WHERE id = $1 AND stage = 1 RETURNING *),
+       UPDATE transactions SET stage = 2, payment_status = $2, updated_at = $3
+        WHERE id = $1 AND stage = 1
+          AND ($7::bigint IS NULL OR EXISTS (
+                SELECT 1 FROM idempotency_keys WHERE id = $7 AND owner_token = $8 AND status = 'in_progress'))
+       RETURNING *),
      ev AS (
        INSERT INTO outbox_events (event, merchant_id, account_id, subject, payload)
        SELECT $4, $5, t.account_id, t.transaction_id, $6::jsonb FROM t RETURNING 1),

@@ -19,14 +19,14 @@ import { recordStatements, summarize, type Statement } from '../helpers/statemen
  *             this institution, not taken here)
  *   reserve   step 1's transaction
  *   send      step 2, the rail call (the simulator's own statements)
- *   record    step 3's transaction (acknowledgement, outbox event, idempotency answer)
+ *   record    step 3 (acknowledgement, outbox event, idempotency answer)
  *   settle    the simulator's engine: the settlement and its notification applied by the service
  */
 const EXPECTED = {
   lookups: 1, // was 1
   reserve: 4, // was 9: BEGIN, lock books, read external_id, read holder, usage upsert, insert record, ledger, bind key, COMMIT
   send: 1, // was 3: directory entry, insert payment, read stall switch
-  record: 3, // was 5: BEGIN, mark sent, outbox event, idempotency answer, COMMIT
+  record: 1, // was 5: BEGIN, mark sent, outbox event, idempotency answer, COMMIT
   settle: 9, // was 20: two transactions of the engine, a per-notification delete, nine in the handler's transaction
 };
 
@@ -35,12 +35,14 @@ function steps(statements: Statement[]) {
   const firstTx = statements.findIndex((s) => s.tx !== null);
   const reserveTx = statements[firstTx]!.tx;
   const afterReserve = statements.findLastIndex((s) => s.tx === reserveTx) + 1;
-  const recordStart = statements.findIndex((s, i) => i >= afterReserve && s.tx !== null);
+  const rest = statements.slice(afterReserve);
+  // The rail's statements are the simulator's (tables sim_*); what follows them is step 3.
+  const recordStart = rest.findLastIndex((s) => /\bsim_/.test(s.text)) + 1;
   return {
     lookups: statements.slice(0, firstTx),
     reserve: statements.slice(firstTx, afterReserve),
-    send: statements.slice(afterReserve, recordStart),
-    record: statements.slice(recordStart),
+    send: rest.slice(0, recordStart),
+    record: rest.slice(recordStart),
   };
 }
 
