@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/db.js';
 import { openPostgres } from '../../src/db/postgres.js';
+import { IdempotencyLostError, requestHash } from '../../src/external/idempotency.js';
 import { HttpError } from '../../src/http/errors.js';
 import { CASH_OUT_BATCH_MAX, cashOut, type CashOutAnswer, type CashOutKey } from '../../src/pix/cashOut.js';
 import { parseCashOut } from '../../src/pix/cashOutCommand.js';
@@ -139,6 +140,80 @@ describe.each(BACKENDS)('cash-outs of one account in batches on %s', (backend) =
     expect((await balances(s.ctx.db, m.accountId)).available).toBe(10_000_000 - 250_000);
     const usage = await s.ctx.db.query<{ window_kind: string; amount: number }>('SELECT window_kind, amount FROM cash_out_usage WHERE account_id = $1', [m.accountId]);
     expect(usage.find((u) => u.window_kind === 'day')?.amount).toBe(250_000);
+  });
+
+  it('a request whose Idempotency-Key was taken over fails alone; the others of its batch are written once', async () => {
+    const m = await merchantWithKey(s, { depositCents: 100_000 });
+    const keys = await Promise.all(
+      [0, 1, 2].map(async () => {
+        const claimed = await s.ctx.idempotency.claim({ merchantId: m.merchantId, method: 'POST', path: '/pix/cash-out', key: randomUUID() }, requestHash(randomUUID()));
+        if (claimed.kind !== 'claimed') throw new Error('no claim');
+        const claim = claimed.claim;
+        const key: CashOutKey = {
+          resumes: null,
+          bind: (tx, id) => claim.bind(tx, id),
+          record: (tx, statusCode, body) => claim.record(tx, statusCode, JSON.stringify(body)),
+          claim: { id: claim.id, token: claim.token },
+          prepare: (statusCode, body) => claim.prepare(statusCode, JSON.stringify(body)),
+        };
+        return { claim, key };
+      }),
+    );
+    // The second request's key is taken over by another holder (its lease ran out).
+    await s.ctx.db.query('UPDATE idempotency_keys SET owner_token = $2 WHERE id = $1', [keys[1]!.claim.id, randomUUID()]);
+    const outcomes = await Promise.all(
+      keys.map(({ key }, i) =>
+        cashOut(s.ctx, { merchantId: m.merchantId, accountId: m.accountId }, parseCashOut({ amount: 1000 + i, pix_key: receiver }), key).then(
+          (answer) => ({ ok: true as const, answer }),
+          (err: unknown) => ({ ok: false as const, err }),
+        ),
+      ),
+    );
+    expect(outcomes[0]!.ok).toBe(true);
+    expect(outcomes[2]!.ok).toBe(true);
+    expect(outcomes[1]!.ok === false && (outcomes[1] as { err: Error }).err).toBeInstanceOf(IdempotencyLostError);
+    expect((await cashOuts(m)).map((r) => r.amount).sort()).toEqual([100_000, 100_200]);
+    const bound = await s.ctx.db.query<{ id: number; resource_id: string | null; status: string }>(
+      'SELECT id, resource_id, status FROM idempotency_keys WHERE id = ANY($1::bigint[]) ORDER BY id',
+      [keys.map((k) => k.claim.id)],
+    );
+    const byId = new Map(bound.map((b) => [Number(b.id), b]));
+    expect(keys.map((k) => byId.get(k.claim.id)!).map((b) => [b.resource_id !== null, b.status])).toEqual([
+      [true, 'completed'],
+      [false, 'in_progress'],
+      [true, 'completed'],
+    ]);
+    await waitFor(() => balances(s.ctx.db, m.accountId), (x) => x.pending === 0);
+    expect((await balances(s.ctx.db, m.accountId)).available).toBe(10_000_000 - 200_200);
+  });
+
+  it('a batch is all or nothing: a failure while writing it fails every request in it and leaves nothing behind', async () => {
+    const m = await merchantWithKey(s, { depositCents: 100_000 });
+    const failing: CashOutKey = {
+      ...NO_KEY,
+      claim: undefined,
+      bind: async () => {
+        throw new Error('injected failure inside the batch transaction');
+      },
+    };
+    const outcomes = await Promise.all(
+      [NO_KEY, NO_KEY, failing, NO_KEY, NO_KEY].map((key, i) =>
+        cashOut(s.ctx, { merchantId: m.merchantId, accountId: m.accountId }, parseCashOut({ amount: 1000 + i, pix_key: receiver }), key).then(
+          (answer) => ({ ok: true as const, amount: answer.body.amount }),
+          (err: Error) => ({ ok: false as const, message: err.message }),
+        ),
+      ),
+    );
+    expect(outcomes[2]).toEqual({ ok: false, message: 'injected failure inside the batch transaction' });
+    const failed = outcomes.filter((o) => !o.ok);
+    expect(failed.every((o) => !o.ok && o.message === 'injected failure inside the batch transaction')).toBe(true);
+    const written = outcomes.filter((o) => o.ok).map((o) => (o.ok ? o.amount : 0));
+    expect((await cashOuts(m)).map((r) => r.amount).sort()).toEqual(written.sort());
+    await waitFor(() => balances(s.ctx.db, m.accountId), (x) => x.pending === 0);
+    expect((await balances(s.ctx.db, m.accountId)).available).toBe(10_000_000 - written.reduce((a, b) => a + b, 0));
+    const [usage] = await s.ctx.db.query<{ amount: number }>(`SELECT amount FROM cash_out_usage WHERE account_id = $1 AND window_kind = 'day'`, [m.accountId]);
+    expect(usage?.amount ?? 0).toBe(written.reduce((a, b) => a + b, 0));
+    await expectLedgerConsistent(s.ctx.db);
   });
 
   it(`a batch takes at most ${CASH_OUT_BATCH_MAX} cash-outs`, async () => {
