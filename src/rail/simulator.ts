@@ -50,6 +50,7 @@ const DELIVERY_BATCH = 50;
 const DUE_BATCH = 200;
 const FLUSH_TIMEOUT_MS = 10_000;
 const SAFETY_POLL_MS = 1000;
+const WAKE_STEP_MS = 20;
 
 export type SandboxOutcome<T = void> = { ok: true; value: T } | { ok: false; reason: 'not_found' | 'conflict' | 'unprocessable'; detail: string };
 
@@ -131,7 +132,10 @@ export class SimulatedRail implements Rail {
           arm();
         });
     };
-    this.wakeEngine = (at) => {
+    this.wakeEngine = (when) => {
+      // Wake-ups in steps of WAKE_STEP_MS: a busy rail (a NOTIFY per payment) runs one tick per
+      // step for all the work due in it.
+      const at = Math.ceil(when / WAKE_STEP_MS) * WAKE_STEP_MS;
       if (!this.wakes.includes(at)) this.wakes.push(at);
       if (this.wakes.length > 1000) this.wakes.splice(0, this.wakes.length - 1000);
       arm();
