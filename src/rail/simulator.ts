@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { BackgroundWorker } from '../context.js';
 import type { Database, Sql } from '../db/db.js';
-import { notify, UNIQUE_VIOLATION, sqlState } from '../db/db.js';
+import { afterCommit, UNIQUE_VIOLATION, sqlState } from '../db/db.js';
 import { bankName } from '../lib/banks.js';
 import type { Clock } from '../lib/clock.js';
 import { BASE_UNITS_PER_CENT } from '../lib/money.js';
@@ -38,9 +38,8 @@ export interface SimulatorOptions {
   /** SIM_SEED. */
   seed: number;
   /**
-   * The engine's safety-net poll (at least 1 s): it wakes on a notification when work is queued
-   * (store.DUE_CHANNEL) and at the time it is due; the poll only finds work whose wake-up was
-   * lost.
+   * The engine's safety-net poll (at least 1 s): it wakes when work this process queued is due;
+   * the poll only finds work of other (dead) processes and leases that ran out.
    */
   pollMs?: number;
 }
@@ -93,25 +92,25 @@ export class SimulatedRail implements Rail {
     return [this.engineWorker()];
   }
 
-  /** Wake-ups asked for (real-time ms): by notifications of queued work, by deferred deliveries. */
+  /** Wake-ups asked for (real-time ms): work this process queued, deliveries it deferred. */
   private readonly wakes: number[] = [];
   private wakeEngine: (at: number) => void = () => {};
 
   /**
-   * The engine's loop: runs `tick` when work is due — told by a notification on DUE_CHANNEL
-   * (payload: in how many ms) from whichever process queued it, or by this process (a delivery
-   * deferred after a failure) — and otherwise only every SAFETY_POLL_MS as a safety net, so that
-   * idle it costs a statement or two per second. A notification that may have been missed (the
-   * listening connection came back) runs it at once.
+   * The engine's loop: runs `tick` when work this process queued is due — a payment or return it
+   * took, a protection wait it ended, a delivery it deferred after a failure (`wakeEngine`, no
+   * statement: the rail runs in the process that sends the order) — and otherwise only every
+   * SAFETY_POLL_MS as a safety net (work of a process that died, notifications whose lease ran
+   * out), so that idle it costs a statement or two per second. No NOTIFY: every notifying commit
+   * of the cluster waits for one global lock, which would serialize the money path.
    */
   private engineWorker(): BackgroundWorker {
-    const { log, db } = this.options;
+    const { log } = this.options;
     const safetyMs = Math.max(SAFETY_POLL_MS, this.options.pollMs ?? SAFETY_POLL_MS);
     let stopped = true;
     let timer: NodeJS.Timeout | undefined;
     let timerAt = Infinity;
     let running: Promise<void> | undefined;
-    let unlisten: Promise<(() => Promise<void>) | undefined> | undefined;
     const arm = () => {
       if (stopped || running) return;
       const at = Math.min(Date.now() + safetyMs, ...this.wakes);
@@ -133,8 +132,8 @@ export class SimulatedRail implements Rail {
         });
     };
     this.wakeEngine = (when) => {
-      // Wake-ups in steps of WAKE_STEP_MS: a busy rail (a NOTIFY per payment) runs one tick per
-      // step for all the work due in it.
+      // Wake-ups in steps of WAKE_STEP_MS: a busy rail runs one tick per step for all the work
+      // due in it.
       const at = Math.ceil(when / WAKE_STEP_MS) * WAKE_STEP_MS;
       if (!this.wakes.includes(at)) this.wakes.push(at);
       if (this.wakes.length > 1000) this.wakes.splice(0, this.wakes.length - 1000);
@@ -145,22 +144,11 @@ export class SimulatedRail implements Rail {
       start: () => {
         if (!stopped) return;
         stopped = false;
-        unlisten = db
-          .listen(store.DUE_CHANNEL, (payload) => {
-            const delay = payload === null ? 0 : Number(payload);
-            this.wakeEngine(Date.now() + (Number.isFinite(delay) ? Math.max(0, delay) : 0));
-          })
-          .catch((err: unknown) => {
-            log.error({ err }, 'rail simulator: LISTEN failed; the engine polls every second');
-            return undefined;
-          });
         this.wakeEngine(Date.now());
       },
       stop: async () => {
         stopped = true;
         if (timer) clearTimeout(timer);
-        const off = await unlisten;
-        await off?.().catch(() => {});
         await running;
       },
     };
@@ -255,6 +243,8 @@ export class SimulatedRail implements Rail {
       institutionIspb,
       refusals: { keyNotFound: REJECTION.keyNotFound.code, sameInstitution: REJECTION.sameInstitution.code },
     });
+    // This process's engine settles it when due (a crash: another process's safety-net poll).
+    if (taken.inserted) this.wakeEngine(Date.now() + (taken.status === 'protection' ? this.options.protectionMs : this.options.settlementMs));
     // A key with behaviour `timeout`: the rail does not take new orders for it; one it already has
     // is acknowledged again.
     const ack: PaymentAck = taken.status === null ? { status: 'timeout' } : taken.status === 'protection' ? { status: 'queued' } : { status: 'accepted' };
@@ -307,7 +297,7 @@ export class SimulatedRail implements Rail {
         resolved_at: settleNow ? now : null,
       });
       if (inserted && problem === null) await store.addReturned(tx, order.originalEndToEndId, order.amount);
-      if (inserted && row.due_at !== null) await notify(tx, store.DUE_CHANNEL, String(this.options.settlementMs));
+      if (inserted && row.due_at !== null) afterCommit(tx, () => this.wakeEngine(Date.now() + this.options.settlementMs));
       return row.status === 'settled' ? { status: 'settled', settledAt: row.resolved_at! } : { status: 'accepted' };
     });
   }
@@ -574,7 +564,7 @@ export class SimulatedRail implements Rail {
   private async advance(tx: Sql, row: store.SimPaymentRow, now: Date): Promise<void> {
     if (row.status === 'protection') {
       await store.updatePayment(tx, row.end_to_end_id, { status: 'in_flight', due_at: new Date(now.getTime() + this.options.settlementMs) });
-      await notify(tx, store.DUE_CHANNEL, String(this.options.settlementMs));
+      this.wakeEngine(Date.now() + this.options.settlementMs);
       await this.notify(tx, now, row.end_to_end_id, { kind: 'payment.accepted', endToEndId: row.end_to_end_id });
       return;
     }

@@ -207,12 +207,6 @@ export async function writeStall(sql: Sql, stall: RailStall, now: Date): Promise
   return row!;
 }
 
-/**
- * Notification channel (src/db/db.ts `notify`) told, when the engine has new work, in how many
- * milliseconds it is due (a payment or return taken, a protection wait ended): the engine sleeps
- * until then instead of polling.
- */
-export const DUE_CHANNEL = 'rail_sim_due';
 
 /**
  * A payment order taken by the rail, in one statement: the receiver's directory entry decides
@@ -220,6 +214,7 @@ export const DUE_CHANNEL = 'rail_sim_due';
  * `refusals.sameInstitution`; `fraud_flagged`: queued by protection until `protectionDue`, else in
  * flight until `settlementDue`); a key with behaviour `timeout` takes no new order. The payment is
  * inserted unless its end-to-end id exists (the rail deduplicates); the stall switch is read too.
+ * `inserted`: this statement took the payment (the caller wakes its engine for when it is due).
  * `status` is the payment's status after this (inserted or existing), null when there is none.
  */
 export async function takeOutboundPayment(
@@ -241,7 +236,7 @@ export async function takeOutboundPayment(
     institutionIspb: string;
     refusals: { keyNotFound: string; sameInstitution: string };
   },
-): Promise<{ behavior: SimBehavior | null; status: SimStatus | null; stall: RailStall }> {
+): Promise<{ behavior: SimBehavior | null; status: SimStatus | null; inserted: boolean; stall: RailStall }> {
   const [row] = await sql.query<{ behavior: SimBehavior | null; inserted: SimStatus | null; existing: SimStatus | null; delay_ms: number | null; drop: boolean | null }>(
     `WITH d AS (
        SELECT o.*, CASE WHEN e.key IS NULL THEN $13 WHEN e.ispb = $12 THEN $14 END AS refusal, e.key AS found_key, e.name, e.document,
@@ -258,20 +253,18 @@ export async function takeOutboundPayment(
          FROM d WHERE d.behavior IS DISTINCT FROM 'timeout'
        ON CONFLICT (end_to_end_id) DO NOTHING RETURNING status, due_at)
      SELECT (SELECT behavior FROM d) AS behavior, (SELECT status FROM ins) AS inserted,
-            (SELECT count(pg_notify(current_schema() || '__' || $17, (extract(epoch FROM due_at - $11::timestamptz) * 1000)::bigint::text)) FROM ins) AS woken,
             (SELECT status FROM sim_payments WHERE end_to_end_id = $1) AS existing,
             s.delay_ms, s.drop_answer AS drop
        FROM (SELECT 1) o LEFT JOIN sim_rail_stall s ON s.id = 1`,
     [
       p.end_to_end_id, p.transaction_id, p.amount, p.payer_name, p.payer_document, p.payer_ispb, p.payer_account_id, p.receiver_key,
       p.description, p.txid, p.created_at, p.institutionIspb, p.refusals.keyNotFound, p.refusals.sameInstitution, p.protectionDue, p.settlementDue,
-      DUE_CHANNEL,
     ],
   );
   let status = row!.inserted ?? row!.existing;
   // Inserted concurrently by another statement that committed after this one's snapshot.
   if (status === null && row!.behavior !== 'timeout') status = (await findPayment(sql, p.end_to_end_id))?.status ?? null;
-  return { behavior: row!.behavior, status, stall: { delay_ms: row!.delay_ms ?? 0, drop: row!.drop ?? false } };
+  return { behavior: row!.behavior, status, inserted: row!.inserted !== null, stall: { delay_ms: row!.delay_ms ?? 0, drop: row!.drop ?? false } };
 }
 
 /**
