@@ -111,7 +111,7 @@ describe.each(BACKENDS)('round trips of one cash-out on %s', (backend) => {
   });
 });
 
-describe.each(BACKENDS)('the rail simulator wakes on NOTIFY instead of polling on %s', (backend) => {
+describe.each(BACKENDS)('the rail simulator wakes when work is due instead of polling on %s', (backend) => {
   let s: TestServer;
   let m: MerchantFixture;
   let receiver: string;
