@@ -26,7 +26,8 @@
  *   BENCH_SETTLEMENT_MS  1600  SIM_SETTLEMENT_MS of the started server
  *   BENCH_PGBENCH_SCALE  32    pgbench scale factor (at least the number of clients, as pgbench advises)
  *   BENCH_PGBENCH        1     0 skips pgbench (ratios are then not printed)
- *   BENCH_ONLY           (all) comma-separated scenario names to run: many,hot,balance,v1,v2,webhooks
+ *   BENCH_ONLY           (all) comma-separated scenarios to run: many,hot,balance,v1,v2,webhooks, or the
+ *                              groups cash-out (many,hot) and pipeline (balance,v1,v2)
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -51,7 +52,8 @@ const WARMUP_SECONDS = 2;
 const PGBENCH_SCALE = int('BENCH_PGBENCH_SCALE', 32);
 const WORKER_COUNTS = (env.BENCH_WORKERS ?? '1,2').split(',').map(Number);
 const ONLY = env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(',')) : undefined;
-const wanted = (name: string) => ONLY === undefined || ONLY.has(name);
+const GROUPS: Record<string, string> = { many: 'cash-out', hot: 'cash-out', balance: 'pipeline', v1: 'pipeline', v2: 'pipeline' };
+const wanted = (name: string) => ONLY === undefined || ONLY.has(name) || (GROUPS[name] !== undefined && ONLY.has(GROUPS[name]));
 const DB_URL = env.BENCH_DATABASE_URL ?? env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const REDIS_URL = env.BENCH_REDIS_URL ?? env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 

@@ -34,6 +34,11 @@ export interface Config {
    * over (the holder is presumed dead). Always longer than `railTimeoutMs`.
    */
   idempotencyLeaseMs: number;
+  /**
+   * AUTH_CACHE_TTL_MS: how long a process keeps an API key (and a boleto central key) it read for
+   * authentication; changes invalidate at once through NOTIFY, this is only the safety net. 0: no cache.
+   */
+  authCacheTtlMs: number;
   /** Seed of the rail simulator's random draws (SIM_SEED); random when unset, logged at start. */
   simSeed: number;
   simSeedGenerated: boolean;
@@ -270,6 +275,7 @@ export function parseConfig(env: Env = process.env): Config {
     simProtectionMs: readInt(env, 'SIM_PROTECTION_MS', 30000, 0, 86_400_000),
     railTimeoutMs,
     idempotencyLeaseMs,
+    authCacheTtlMs: readInt(env, 'AUTH_CACHE_TTL_MS', 5_000, 0, 60_000),
     simSeed,
     simSeedGenerated: seedText === undefined,
     institutionIspb,

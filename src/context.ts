@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Database } from './db/db.js';
 import type { Clock } from './lib/clock.js';
+import type { CredentialCache } from './auth/credentialCache.js';
 import type { NonceStore } from './auth/nonceStore.js';
 import type { IdempotencyStore } from './external/idempotency.js';
 import type { Rail } from './rail/rail.js';
@@ -37,6 +38,8 @@ export interface AppContext {
   /** Signature-v2 nonces: Redis when configured, process memory otherwise. */
   nonces: NonceStore;
   idempotency: IdempotencyStore;
+  /** API keys and central keys read for authentication, invalidated by NOTIFY (src/auth/credentialCache.ts). */
+  credentials: CredentialCache;
   /** Operational metrics of this process (src/metrics). */
   metrics: Metrics;
 }

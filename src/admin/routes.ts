@@ -56,6 +56,8 @@ export function adminRoutes(ctx: AppContext) {
       const { account_id } = parseOrThrow(S.accountIdParam, req.params);
       const patch = parseOrThrow(S.patchAccount, req.body);
       const view = await merchants.updateAccount(ctx.db, account_id, patch);
+      // Other processes hear it from the trigger's NOTIFY; this one forgets at once (docs/decisions.md).
+      if (patch.status !== undefined) ctx.credentials.invalidate(`account:${account_id}`);
       return accountView(view.account, view.balances);
     });
 
@@ -101,6 +103,7 @@ export function adminRoutes(ctx: AppContext) {
         ...(body.ip_whitelist !== undefined ? { ipWhitelist: body.ip_whitelist } : {}),
         ...(body.expires_at !== undefined ? { expiresAt: body.expires_at === null ? null : new Date(body.expires_at) } : {}),
       });
+      ctx.credentials.invalidate(`key:${client_id}`);
       const warnings = whitelistWarnings(key.ip_whitelist);
       return { ...apiKeyView(key), ...(warnings.length ? { warnings } : {}) };
     });
@@ -108,6 +111,7 @@ export function adminRoutes(ctx: AppContext) {
     mount(app, api.revokeApiKey, async (req) => {
       const { client_id } = parseOrThrow(S.clientIdParam, req.params);
       const key = await revokeApiKey(ctx.db, client_id);
+      ctx.credentials.invalidate(`key:${client_id}`);
       return { client_id: key.client_id, active: key.active };
     });
 

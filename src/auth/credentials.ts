@@ -1,7 +1,6 @@
-import type { Sql } from '../db/db.js';
 import { pipelineError, SHAPE1, type HttpError } from '../http/errors.js';
 import type { Clock } from '../lib/clock.js';
-import { findKeyForAuth, type KeyWithAccount } from './apiKeys.js';
+import type { KeyWithAccount } from './apiKeys.js';
 import { digestEquals, secretDigest } from './secrets.js';
 
 export interface PresentedCredentials {
@@ -34,17 +33,20 @@ export interface Authenticated {
   clientSecret: string;
 }
 
+/** Reads a key as stage 3 needs it: `ctx.credentials.apiKey` (cached) or `findKeyForAuth`. */
+export type KeyLookup = (clientId: string) => Promise<KeyWithAccount | undefined>;
+
 /**
- * Stage 3 of the pipeline. One query; the secret's digest is compared in constant time before
+ * Stage 3 of the pipeline. One query at most (none when the key is cached); the secret's digest is compared in constant time before
  * anything about the key (revoked, expired) is revealed.
  */
-export async function authenticate(sql: Sql, clock: Clock, header: string | undefined): Promise<Authenticated | HttpError> {
+export async function authenticate(findKey: KeyLookup, clock: Clock, header: string | undefined): Promise<Authenticated | HttpError> {
   const presented = parseAuthorization(header);
   if (presented === null) return pipelineError(401, SHAPE1.missingCredentials);
   if (presented === 'malformed' || presented.clientId.length > 100 || presented.clientSecret.length > 200) {
     return pipelineError(401, SHAPE1.invalidCredentials);
   }
-  const key = /^cli_[A-Za-z0-9]+$/.test(presented.clientId) ? await findKeyForAuth(sql, presented.clientId) : undefined;
+  const key = /^cli_[A-Za-z0-9]+$/.test(presented.clientId) ? await findKey(presented.clientId) : undefined;
   // Hash even when the key does not exist, so timing does not tell the two cases apart.
   const digest = secretDigest(presented.clientSecret);
   if (!key || !digestEquals(digest, key.secret_hash)) return pipelineError(401, SHAPE1.invalidCredentials);

@@ -25,11 +25,21 @@ export function parseWhitelistEntry(entry: string): WhitelistEntry | null {
   return null;
 }
 
+/** Parsed entries by the list they came from: a cached key row's list is parsed once, not per request. */
+const parsedLists = new WeakMap<readonly string[], WhitelistEntry[]>();
+
+function parsedEntries(entries: readonly string[]): WhitelistEntry[] {
+  let parsed = parsedLists.get(entries);
+  if (!parsed) {
+    parsed = entries.map(parseWhitelistEntry).filter((e): e is WhitelistEntry => e !== null);
+    parsedLists.set(entries, parsed);
+  }
+  return parsed;
+}
+
 export function whitelistAllows(entries: readonly string[], clientIp: string): boolean {
   const ip = normalizeIp(clientIp);
-  for (const raw of entries) {
-    const entry = parseWhitelistEntry(raw);
-    if (entry === null) continue;
+  for (const entry of parsedEntries(entries)) {
     if (entry.kind === 'ipv4-cidr' ? ipMatches(entry.rule, ip) : entry.address === ip) return true;
   }
   return false;

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { findCentralKey, type CentralKeyRow } from '../auth/centralKeys.js';
+import type { CentralKeyRow } from '../auth/centralKeys.js';
 import type { AppContext } from '../context.js';
 import { BoletoError, RATE_LIMITED_MESSAGE } from './errors.js';
 import {
@@ -63,7 +63,7 @@ async function authenticate(ctx: AppContext, request: FastifyRequest): Promise<C
   if (apiKey === '') return new BoletoError('UNAUTHORIZED', 'Missing API key. Send it in the X-API-Key header.');
   let key: CentralKeyRow | undefined;
   try {
-    key = await findCentralKey(ctx.db, apiKey);
+    key = await ctx.credentials.centralKey(ctx.db, apiKey);
   } catch (err) {
     request.log.error({ err }, 'central key lookup failed');
     return new BoletoError('SERVICE_UNAVAILABLE', 'The service cannot check API keys right now; retry shortly');

@@ -35,6 +35,38 @@ export interface Database extends Sql {
    * the result unsubscribes.
    */
   listen(name: string, handler: (payload: string | null) => void): Promise<() => Promise<void>>;
+  /**
+   * Statements sent so far by this database and its views, by source (`counted`): every query,
+   * every statement of a transaction including BEGIN and COMMIT/ROLLBACK (a retried transaction
+   * counts again), `exec` and `ping` as one each, and the LISTEN bookkeeping under `listen`. Read
+   * by the metrics at scrape time (`pixgate_db_statements_total`).
+   */
+  statements(): Readonly<Record<string, number>>;
+  /**
+   * The same database (same pool, same connection, same listeners) whose statements count under
+   * `source` (`request` for the database itself; server.ts gives `background` to the workers and
+   * `rail` to the simulated rail). Closing a view closes the database.
+   */
+  counted(source: string): Database;
+}
+
+/**
+ * Statement counts of one database, shared by its counted views: one cell per source, so counting
+ * a statement is one property increment.
+ */
+export class StatementCounts {
+  private readonly cells = new Map<string, { n: number }>();
+
+  cell(source: string): { n: number } {
+    if (!/^[a-z_]+$/.test(source)) throw new Error(`invalid statement source: ${source}`);
+    let cell = this.cells.get(source);
+    if (!cell) this.cells.set(source, (cell = { n: 0 }));
+    return cell;
+  }
+
+  snapshot(): Record<string, number> {
+    return Object.fromEntries([...this.cells].map(([source, cell]) => [source, cell.n]));
+  }
 }
 
 /**
@@ -58,6 +90,29 @@ export function channelName(schema: string, name: string): string {
  */
 export async function notify(sql: Sql, name: string, payload = ''): Promise<void> {
   await sql.query(`SELECT pg_notify(${CHANNEL_SQL}, $2)`, [name, payload]);
+}
+
+const localWakes = new WeakMap<Sql, (name: string) => void>();
+
+/**
+ * Wakes this process's listeners of `name` on the database of `sql` (handler payload `''`) once the
+ * transaction of `sql` commits — never if it rolls back; at once when `sql` is not a transaction
+ * (its statements have committed). No statement, no round trip and no PostgreSQL notification: the
+ * cheap wake-up for hot paths (a NOTIFY makes every notifying commit of the cluster wait for one
+ * global lock, which would serialize the money path). Other processes are not told; they rely on a
+ * `notify` sent elsewhere or on their safety-net poll.
+ */
+export function wakeLocal(sql: Sql, name: string): void {
+  const dispatch = localWakes.get(sql);
+  if (!dispatch) return; // a handle no driver made (a test's wrapper): the safety net finds the work
+  const hooks = commitHooks.get(sql);
+  if (hooks) hooks.push(() => dispatch(name));
+  else dispatch(name);
+}
+
+/** For Database implementations: `wakeLocal(sql, name)` calls `dispatch(name)`. */
+export function localWakesFor(sql: Sql, dispatch: (name: string) => void): void {
+  localWakes.set(sql, dispatch);
 }
 
 /** Bookkeeping of listeners shared by both drivers: channel name -> handlers. */

@@ -32,13 +32,16 @@ export function limitConcurrency(db: Database, max: number): Database {
       release();
     }
   };
-  return {
+  const view = (db: Database): Database => ({
     dialect: db.dialect,
     query: (text, params) => limited(() => db.query(text, params)),
     exec: (script) => limited(() => db.exec(script)),
     transaction: (fn) => limited(() => db.transaction(fn)),
     ping: () => db.ping(),
     listen: (name, handler) => db.listen(name, handler),
+    statements: () => db.statements(),
+    counted: (source) => view(db.counted(source)), // the same permits, counted under `source`
     close: () => db.close(),
-  };
+  });
+  return view(db);
 }

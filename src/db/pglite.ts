@@ -1,7 +1,7 @@
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
-import { channelName, commitHooksFor, INT8_OID, parseInt8, quoteChannel, type Database, type Sql } from './db.js';
+import { channelName, commitHooksFor, INT8_OID, ListenerSet, localWakesFor, parseInt8, quoteChannel, StatementCounts, type Database, type Sql } from './db.js';
 
 export interface PgliteOptions {
   /** A folder, or `memory://` for a throwaway in-memory database. */
@@ -41,56 +41,83 @@ export async function openPglite(options: PgliteOptions): Promise<PgliteDatabase
     releaseLock();
     throw err;
   }
-  const wrap = (q: Pick<PGlite, 'query' | 'exec'>): Sql => ({
-    async query<R>(text: string, params: readonly unknown[] = []): Promise<R[]> {
-      const result = await q.query<R>(text, params as unknown[]);
-      return result.rows;
-    },
-    async exec(script: string) {
-      await q.exec(script);
-    },
-  });
-  const base = wrap(pg);
+  const counts = new StatementCounts();
+  const listenCell = counts.cell('listen');
+  const local = new ListenerSet(); // the same handlers, for wakeLocal
+  const wakeLocal = (name: string) => local.dispatch(name, '');
   let closed = false;
-  return {
-    dialect: 'pglite',
-    query: base.query,
-    exec: base.exec,
-    async transaction(fn) {
-      let committed = () => {};
-      const result = await pg.transaction((tx) => {
-        const handle = wrap(tx);
-        committed = commitHooksFor(handle);
-        return fn(handle);
-      });
-      committed();
-      return result;
-    },
-    async ping() {
-      await pg.query('SELECT 1');
-    },
-    async listen(name, handler) {
-      const schema = (await pg.query<{ s: string }>('SELECT current_schema() AS s')).rows[0]!.s;
-      // PGlite delivers a notification to the same (only) connection after the sending
-      // transaction commits; the channel name is an identifier, so it is quoted here.
-      const unsubscribe = await pg.listen(quoteChannel(channelName(schema, name)), (payload) => handler(payload ?? ''));
-      return async () => {
-        if (!closed) await unsubscribe();
-      };
-    },
-    async dump() {
-      return (await pg.dumpDataDir('none')) as Blob;
-    },
-    async close() {
-      if (closed) return;
-      closed = true;
-      try {
-        await pg.close();
-      } finally {
-        releaseLock();
-      }
-    },
+  // One view per statement source (Database.counted); all share the one PGlite instance.
+  const views = new Map<string, PgliteDatabase>();
+  const view = (source: string): PgliteDatabase => {
+    const existing = views.get(source);
+    if (existing) return existing;
+    const cell = counts.cell(source);
+    const wrap = (q: Pick<PGlite, 'query' | 'exec'>): Sql => ({
+      async query<R>(text: string, params: readonly unknown[] = []): Promise<R[]> {
+        cell.n++;
+        const result = await q.query<R>(text, params as unknown[]);
+        return result.rows;
+      },
+      async exec(script: string) {
+        cell.n++;
+        await q.exec(script);
+      },
+    });
+    const base = wrap(pg);
+    const db: PgliteDatabase = {
+      dialect: 'pglite',
+      query: base.query,
+      exec: base.exec,
+      async transaction(fn) {
+        let committed = () => {};
+        cell.n += 2; // BEGIN and COMMIT (or ROLLBACK), sent by PGlite's transaction()
+        const result = await pg.transaction((tx) => {
+          const handle = wrap(tx);
+          committed = commitHooksFor(handle);
+          localWakesFor(handle, wakeLocal);
+          return fn(handle);
+        });
+        committed();
+        return result;
+      },
+      async ping() {
+        cell.n++;
+        await pg.query('SELECT 1');
+      },
+      async listen(name, handler) {
+        listenCell.n += 2;
+        const schema = (await pg.query<{ s: string }>('SELECT current_schema() AS s')).rows[0]!.s;
+        // PGlite delivers a notification to the same (only) connection after the sending
+        // transaction commits; the channel name is an identifier, so it is quoted here.
+        const unsubscribe = await pg.listen(quoteChannel(channelName(schema, name)), (payload) => handler(payload ?? ''));
+        const entry = local.add(name, handler);
+        return async () => {
+          entry.remove();
+          if (closed) return;
+          listenCell.n++;
+          await unsubscribe();
+        };
+      },
+      statements: () => counts.snapshot(),
+      counted: view,
+      async dump() {
+        return (await pg.dumpDataDir('none')) as Blob;
+      },
+      async close() {
+        if (closed) return;
+        closed = true;
+        try {
+          await pg.close();
+        } finally {
+          releaseLock();
+        }
+      },
+    };
+    localWakesFor(db, wakeLocal);
+    views.set(source, db);
+    return db;
   };
+  return view('request');
 }
 
 function acquireLock(path: string): () => void {

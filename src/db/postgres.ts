@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { channelName, commitHooksFor, INT8_OID, ListenerSet, parseInt8, quoteChannel, RETRYABLE_STATES, sqlState, type Database, type Sql } from './db.js';
+import { channelName, commitHooksFor, INT8_OID, ListenerSet, parseInt8, localWakesFor, quoteChannel, RETRYABLE_STATES, sqlState, StatementCounts, type Database, type Sql } from './db.js';
 
 export interface PostgresOptions {
   url: string;
@@ -42,66 +42,83 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
   });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
-  const run = async <R>(client: pg.Pool | pg.PoolClient, text: string, params: readonly unknown[] = []) =>
-    (await client.query(text, params as unknown[])).rows as R[];
+  const counts = new StatementCounts();
   let closed = false;
-  const listener = notificationClient(options, () => closed);
-  return {
-    dialect: 'postgres',
-    listen: (name, handler) => listener.listen(name, handler),
-    query: (text, params) => run(pool, text, params),
-    async transaction(fn) {
-      for (let attempt = 1; ; attempt++) {
-        const client = await pool.connect();
-        let broken: Error | undefined;
-        // A checked-out client has no listener of the pool: without this one, PostgreSQL ending the
-        // connection between two statements (restart, terminate, timeout) kills the process with an
-        // unhandled 'error' event. The transaction fails on its next statement; the client is discarded.
-        const onLost = (err: Error) => void (broken ??= err);
-        client.on('error', onLost);
-        try {
-          await client.query('BEGIN');
-          const tx: Sql = {
-            query: (text, params) => run(client, text, params),
-            exec: async (script) => void (await client.query(script)),
-          };
-          const committed = commitHooksFor(tx);
-          const result = await fn(tx);
-          await client.query('COMMIT');
-          committed();
-          return result;
-        } catch (err) {
+  const listener = notificationClient(options, () => closed, counts.cell('listen'));
+  // One view per statement source (Database.counted); all share the pool and the listener.
+  const views = new Map<string, Database>();
+  const view = (source: string): Database => {
+    const existing = views.get(source);
+    if (existing) return existing;
+    const cell = counts.cell(source);
+    const run = async <R>(client: pg.Pool | pg.PoolClient, text: string, params: readonly unknown[] = []) => {
+      cell.n++;
+      return (await client.query(text, params as unknown[])).rows as R[];
+    };
+    const db: Database = {
+      dialect: 'postgres',
+      listen: (name, handler) => listener.listen(name, handler),
+      query: (text, params) => run(pool, text, params),
+      async transaction(fn) {
+        for (let attempt = 1; ; attempt++) {
+          const client = await pool.connect();
+          let broken: Error | undefined;
+          // A checked-out client has no listener of the pool: without this one, PostgreSQL ending the
+          // connection between two statements (restart, terminate, timeout) kills the process with an
+          // unhandled 'error' event. The transaction fails on its next statement; the client is discarded.
+          const onLost = (err: Error) => void (broken ??= err);
+          client.on('error', onLost);
           try {
-            await client.query('ROLLBACK');
-          } catch (rollbackErr) {
-            broken = rollbackErr as Error;
+            await run(client, 'BEGIN');
+            const tx: Sql = {
+              query: (text, params) => run(client, text, params),
+              exec: async (script) => void (await run(client, script)),
+            };
+            const committed = commitHooksFor(tx);
+            localWakesFor(tx, listener.wakeLocal);
+            const result = await fn(tx);
+            await run(client, 'COMMIT');
+            committed();
+            return result;
+          } catch (err) {
+            try {
+              await run(client, 'ROLLBACK');
+            } catch (rollbackErr) {
+              broken = rollbackErr as Error;
+            }
+            const state = sqlState(err);
+            if (state !== undefined && RETRYABLE_STATES.has(state) && attempt < MAX_ATTEMPTS) {
+              await new Promise((r) => setTimeout(r, Math.random() * 10 * attempt));
+              continue;
+            }
+            throw err;
+          } finally {
+            client.removeListener('error', onLost);
+            client.release(broken);
           }
-          const state = sqlState(err);
-          if (state !== undefined && RETRYABLE_STATES.has(state) && attempt < MAX_ATTEMPTS) {
-            await new Promise((r) => setTimeout(r, Math.random() * 10 * attempt));
-            continue;
-          }
-          throw err;
-        } finally {
-          client.removeListener('error', onLost);
-          client.release(broken);
         }
-      }
-    },
-    async exec(script) {
-      await pool.query(script);
-    },
-    async ping() {
-      await pool.query('SELECT 1');
-    },
-    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
-    async close() {
-      if (closed) return;
-      closed = true;
-      await listener.close();
-      await pool.end();
-    },
+      },
+      async exec(script) {
+        await run(pool, script);
+      },
+      async ping() {
+        await run(pool, 'SELECT 1');
+      },
+      poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+      statements: () => counts.snapshot(),
+      counted: view,
+      async close() {
+        if (closed) return;
+        closed = true;
+        await listener.close();
+        await pool.end();
+      },
+    };
+    localWakesFor(db, listener.wakeLocal);
+    views.set(source, db);
+    return db;
   };
+  return view('request');
 }
 
 /**
@@ -109,7 +126,7 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
  * `listen`, and when it is lost (restart, terminate) it reconnects with backoff, listens again on
  * every channel and tells every handler `null`: notifications sent meanwhile are gone.
  */
-function notificationClient(options: PostgresOptions, isClosed: () => boolean) {
+function notificationClient(options: PostgresOptions, isClosed: () => boolean, cell: { n: number }) {
   const listeners = new ListenerSet();
   let client: pg.Client | undefined;
   let connecting: Promise<pg.Client> | undefined;
@@ -129,8 +146,12 @@ function notificationClient(options: PostgresOptions, isClosed: () => boolean) {
       c.on('error', () => {}); // followed by 'end', handled below
       try {
         await c.connect();
+        cell.n++;
         schema = (await c.query<{ s: string }>('SELECT current_schema() AS s')).rows[0]!.s;
-        for (const name of listeners.channels()) await c.query(`LISTEN ${quoteChannel(channelName(schema, name))}`);
+        for (const name of listeners.channels()) {
+          cell.n++;
+          await c.query(`LISTEN ${quoteChannel(channelName(schema, name))}`);
+        }
       } catch (err) {
         void c.end().catch(() => {});
         throw err;
@@ -170,8 +191,10 @@ function notificationClient(options: PostgresOptions, isClosed: () => boolean) {
   return {
     async listen(name: string, handler: (payload: string | null) => void): Promise<() => Promise<void>> {
       const entry = listeners.add(name, handler);
-      if (entry.first && client) await client.query(`LISTEN ${quoteChannel(channelName(schema, name))}`);
-      else if (!client) {
+      if (entry.first && client) {
+        cell.n++;
+        await client.query(`LISTEN ${quoteChannel(channelName(schema, name))}`);
+      } else if (!client) {
         try {
           await connect(); // listens on every channel, this one included
         } catch {
@@ -179,9 +202,13 @@ function notificationClient(options: PostgresOptions, isClosed: () => boolean) {
         }
       }
       return async () => {
-        if (entry.remove() && client) await client.query(`UNLISTEN ${quoteChannel(channelName(schema, name))}`).catch(() => {});
+        if (entry.remove() && client) {
+          cell.n++;
+          await client.query(`UNLISTEN ${quoteChannel(channelName(schema, name))}`).catch(() => {});
+        }
       };
     },
+    wakeLocal: (name: string) => listeners.dispatch(name, ''),
     async close() {
       if (retryTimer) clearTimeout(retryTimer);
       const c = client ?? (await connecting?.catch(() => undefined));

@@ -5,13 +5,28 @@ import { businessError } from '../http/errors.js';
 import { QueryReader } from '../http/query.js';
 import { catalogEntry, deliveredEventFor } from './catalog.js';
 import { latestSequence, readFeed, type FeedEvent } from './feed.js';
+import { Waker, wakeOn } from '../lib/wakeable.js';
 
 export const FEED_LIMIT_DEFAULT = 100;
 export const FEED_LIMIT_MAX = 500;
 /** Live streams open at once per merchant in one process. */
 export const MAX_STREAMS_PER_MERCHANT = 5;
-/** How often a live stream looks for new events. */
-export const STREAM_POLL_MS = 250;
+/**
+ * A live stream reads when woken — an event written in this process (`outbox`, after commit) or
+ * fanned out by any process (`events`, NOTIFY) — at most every STREAM_MIN_SPACING_MS, and at the
+ * latest every STREAM_SAFETY_NET_MS (a missed wake-up, an event not fanned out yet elsewhere).
+ */
+export const STREAM_MIN_SPACING_MS = 100;
+export const STREAM_SAFETY_NET_MS = 5_000;
+/**
+ * After a wake-up a stream keeps reading every STREAM_FOLLOW_UP_MS for STREAM_FOLLOW_UP_FOR_MS: an
+ * event is held back while an older transaction is still running (feed.ts), and that
+ * transaction's end may wake nobody.
+ */
+export const STREAM_FOLLOW_UP_MS = 250;
+export const STREAM_FOLLOW_UP_FOR_MS = 2_000;
+/** The channels that wake live streams (src/webhooks/repository.ts WAKE). */
+const STREAM_WAKE = ['outbox', 'events'] as const;
 /** A comment line keeps proxies from closing an idle stream. */
 export const STREAM_HEARTBEAT_MS = 15_000;
 
@@ -45,8 +60,17 @@ function readParams(req: FastifyRequest): FeedParams {
 export async function eventFeedRoutes(app: FastifyInstance, ctx: AppContext) {
   const streams = new Map<number, number>();
   const open = new Set<() => void>();
+  // One subscription per process for all live streams, taken when the first opens.
+  const wakes = new Set<() => void>();
+  let subscribed: Promise<() => Promise<void>> | undefined;
+  const subscribe = () =>
+    (subscribed ??= wakeOn(ctx.db, STREAM_WAKE, () => {
+      for (const wake of wakes) wake();
+    }, ctx.log));
   app.addHook('preClose', async () => {
     for (const end of [...open]) end();
+    const off = await subscribed?.catch(() => undefined);
+    await off?.();
   });
 
   app.get('/events', { config: { permission: 'account:read' } }, async (req) => {
@@ -81,25 +105,21 @@ export async function eventFeedRoutes(app: FastifyInstance, ctx: AppContext) {
     res.write(`retry: 2000\n: pixgate events for merchant ${p.merchantId} after ${cursor}\n\n`);
 
     let ended = false;
-    let wake: (() => void) | undefined;
+    const waker = new Waker();
     const end = () => {
       if (ended) return;
       ended = true;
-      wake?.();
+      waker.wake();
     };
     open.add(end);
     req.raw.on('close', end);
     res.on('close', end);
-    const sleep = (ms: number) =>
-      new Promise<void>((resolve) => {
-        const t = setTimeout(done, ms);
-        function done() {
-          clearTimeout(t);
-          wake = undefined;
-          resolve();
-        }
-        wake = done;
-      });
+    let wokenAt = 0;
+    const wake = () => {
+      wokenAt = Date.now();
+      waker.wake();
+    };
+    wakes.add(wake);
 
     // A slow reader is not buffered without bound: the loop waits for the socket to drain.
     const write = async (e: FeedEvent) => {
@@ -116,8 +136,13 @@ export async function eventFeedRoutes(app: FastifyInstance, ctx: AppContext) {
       }
     };
     let lastWrite = Date.now();
+    let lastRead = 0;
     try {
+      await subscribe();
       while (!ended) {
+        const spacing = lastRead + STREAM_MIN_SPACING_MS - Date.now();
+        if (spacing > 0) await new Promise((r) => setTimeout(r, spacing));
+        lastRead = Date.now();
         const rows = await readFeed(ctx.db, { merchantId: p.merchantId, accountId: p.keyAccountId, after: cursor, types: q.types, limit: FEED_LIMIT_MAX });
         for (const e of rows) {
           if (ended) break;
@@ -130,11 +155,13 @@ export async function eventFeedRoutes(app: FastifyInstance, ctx: AppContext) {
           res.write(': keep-alive\n\n');
           lastWrite = Date.now();
         }
-        await sleep(STREAM_POLL_MS);
+        const followUp = Date.now() - wokenAt < STREAM_FOLLOW_UP_FOR_MS;
+        await waker.sleep(followUp ? STREAM_FOLLOW_UP_MS : Math.min(STREAM_SAFETY_NET_MS, STREAM_HEARTBEAT_MS - (Date.now() - lastWrite)));
       }
     } catch (err) {
       req.log.error({ err }, 'event stream failed');
     } finally {
+      wakes.delete(wake);
       open.delete(end);
       const n = (streams.get(p.merchantId) ?? 1) - 1;
       if (n <= 0) streams.delete(p.merchantId);

@@ -1,4 +1,4 @@
-import type { Sql } from '../db/db.js';
+import { wakeLocal, type Sql } from '../db/db.js';
 import { outboxStatus } from './catalog.js';
 
 export interface OutboxEvent {
@@ -22,7 +22,8 @@ export function outboxBody(event: string, payload: OutboxEvent['payload']): Reco
 
 /**
  * Writes an event to the transactional outbox. Call it with the transaction that makes the state
- * change, so the event exists if and only if the change committed.
+ * change, so the event exists if and only if the change committed. After the commit it wakes this
+ * process's webhook dispatcher (`wakeLocal`).
  */
 export async function emitEvent(tx: Sql, e: OutboxEvent): Promise<string> {
   const body = outboxBody(e.event, e.payload);
@@ -31,5 +32,8 @@ export async function emitEvent(tx: Sql, e: OutboxEvent): Promise<string> {
      VALUES ($1, $2, $3, $4, $5::jsonb) RETURNING event_id`,
     [e.event, e.merchantId, e.accountId, e.subject, JSON.stringify(body)],
   );
+  // This process's webhook dispatcher looks once the transaction commits (no statement, no NOTIFY:
+  // this is the money path; see docs/decisions.md, "Idle: wake-ups instead of polling").
+  wakeLocal(tx, 'outbox');
   return row!.event_id;
 }

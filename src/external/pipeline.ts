@@ -2,12 +2,12 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { whitelistAllows } from '../auth/ipWhitelist.js';
 import { authenticate, type Authenticated } from '../auth/credentials.js';
 import { signatureMatches, signedPath, signV1, signV2, v2SigningString, V2 } from '../auth/hmac.js';
-import { NonceStoreUnavailableError, type NonceStore } from '../auth/nonceStore.js';
+import { NonceStoreUnavailableError, type combinedNonceAndRate, type NonceStore } from '../auth/nonceStore.js';
 import type { Permission } from '../auth/permissions.js';
 import type { AppContext } from '../context.js';
 import { resolveClientIp } from '../http/clientIp.js';
 import { badRequest, HMAC_DETAIL, permissionError, pipelineError, SHAPE1, workedFalse } from '../http/errors.js';
-import { CanonicalJsonError, canonicalize, JsonContentError, parseJson } from '../lib/canonicalJson.js';
+import { CanonicalJsonError, JsonContentError, parseCanonical } from '../lib/canonicalJson.js';
 import { camelCaseErrorBody, camelToSnake, convertKeys, snakeToCamel } from '../lib/keyCase.js';
 import type { FixedWindowCounter, WindowHit } from '../ratelimit/fixedWindow.js';
 import { invalidSignature, logSignatureRefusal } from './signatureDebug.js';
@@ -45,6 +45,8 @@ export interface ExternalState {
   auth?: Authenticated;
   canonicalBody?: string;
   rateLimit?: WindowHit;
+  /** Stage 6's hit, when stage 5 counted the request with its nonce claim (one Redis round trip). */
+  rateLimitCounted?: WindowHit;
   idempotencyKey?: string;
   claim?: IdempotencyClaim;
 }
@@ -75,6 +77,8 @@ export interface PipelineDeps {
   nonces: NonceStore;
   rateLimiter: FixedWindowCounter;
   idempotency: IdempotencyStore;
+  /** Set when nonces and rate-limit counters are one Redis (combinedNonceAndRate). */
+  nonceAndRate?: ReturnType<typeof combinedNonceAndRate>;
 }
 
 type Phase = 'onRequest' | 'preHandler';
@@ -83,8 +87,11 @@ interface Stage {
   name: string;
   phase: Phase;
   applies(req: FastifyRequest): boolean;
-  /** Throws an HttpError to answer, returns 'answered' when it sent a reply itself. */
-  run(req: FastifyRequest, reply: FastifyReply, deps: PipelineDeps): Promise<void | 'answered'>;
+  /**
+   * Throws an HttpError to answer, returns 'answered' when it sent a reply itself. Stages with
+   * nothing to wait for are plain functions: the pipeline awaits only what is a promise.
+   */
+  run(req: FastifyRequest, reply: FastifyReply, deps: PipelineDeps): void | 'answered' | Promise<void | 'answered'>;
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
@@ -101,6 +108,35 @@ function hasBody(req: FastifyRequest): boolean {
   return (length !== undefined && length !== '0') || header(req, 'transfer-encoding') !== undefined;
 }
 
+/** Stage 6 applies: every route but those the spec exempts (GET /balance). */
+function rateLimited(req: FastifyRequest): boolean {
+  return req.routeOptions.config.rateLimit !== false;
+}
+
+/** The limiter's window for a request: per client IP, RATE_LIMIT_PER_MINUTE a minute. */
+function rateWindow(req: FastifyRequest, ctx: AppContext) {
+  return { key: `ext:${req.ext.clientIp}`, limit: ctx.config.rateLimitPerMinute, windowSeconds: 60 };
+}
+
+type ParsedBody = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+/** The signed body as data: null-prototype objects, integer-ness from the text (see parseJson). */
+function parseBody(signed: ReturnType<typeof parseCanonical>): ParsedBody {
+  try {
+    return { ok: true, value: signed.value() };
+  } catch (error) {
+    return { ok: false, error };
+  }
+}
+
+function setBody(req: FastifyRequest, parsed: ParsedBody): void {
+  if (!parsed.ok) {
+    if (parsed.error instanceof JsonContentError) throw badRequest(parsed.error.message);
+    throw parsed.error;
+  }
+  req.body = req.ext.camelCase ? convertKeys(parsed.value, camelToSnake) : parsed.value;
+}
+
 function auth(req: FastifyRequest): Authenticated {
   if (!req.ext.auth) throw new Error('pipeline stage ran before authentication');
   return req.ext.auth;
@@ -112,7 +148,7 @@ export const STAGES: readonly Stage[] = [
     name: 'content-type',
     phase: 'onRequest',
     applies: (req) => BODY_METHODS.has(req.method) && hasBody(req),
-    async run(req) {
+    run(req) {
       const mediaType = (header(req, 'content-type') ?? '').split(';')[0]!.trim().toLowerCase();
       if (!ACCEPTED_MEDIA_TYPES.has(mediaType)) {
         throw pipelineError(415, SHAPE1.unsupportedMediaType, {
@@ -129,7 +165,7 @@ export const STAGES: readonly Stage[] = [
     name: 'key-case',
     phase: 'onRequest',
     applies: () => true,
-    async run(req) {
+    run(req) {
       req.ext.camelCase = (header(req, 'x-key-case') ?? '').trim().toLowerCase() === 'camelcase';
       if (req.ext.camelCase && req.query && typeof req.query === 'object') {
         req.query = convertKeys(req.query, camelToSnake);
@@ -142,7 +178,7 @@ export const STAGES: readonly Stage[] = [
     phase: 'onRequest',
     applies: () => true,
     async run(req, _reply, { ctx }) {
-      const result = await authenticate(ctx.db, ctx.clock, header(req, 'authorization'));
+      const result = await authenticate((clientId) => ctx.credentials.apiKey(ctx.db, clientId), ctx.clock, header(req, 'authorization'));
       if (!('key' in result)) throw result;
       req.ext.auth = result;
     },
@@ -152,7 +188,7 @@ export const STAGES: readonly Stage[] = [
     name: 'ip-whitelist',
     phase: 'onRequest',
     applies: () => true,
-    async run(req) {
+    run(req) {
       const { key } = auth(req);
       if (key.ip_whitelist.length === 0) throw pipelineError(403, SHAPE1.emptyWhitelist);
       if (!whitelistAllows(key.ip_whitelist, req.ext.clientIp)) throw pipelineError(403, SHAPE1.ipNotListed);
@@ -166,7 +202,8 @@ export const STAGES: readonly Stage[] = [
     name: 'hmac',
     phase: 'preHandler',
     applies: (req) => req.method === 'POST',
-    async run(req, _reply, { ctx, nonces }) {
+    async run(req, _reply, deps) {
+      const { ctx } = deps;
       const { key, clientSecret } = auth(req);
       if (!key.hmac_enabled) throw workedFalse(403, HMAC_DETAIL.notConfigured);
       // No X-Signature-Version, or an explicit `1`, is v1; `2` is v2 (homologation: v2 only).
@@ -180,13 +217,15 @@ export const STAGES: readonly Stage[] = [
       if (!signature) throw workedFalse(401, HMAC_DETAIL.missing);
       const raw = rawBody(req.body);
       if (raw === null || raw.trim() === '') throw workedFalse(400, HMAC_DETAIL.bodyRequired);
-      let canonical: string;
+      // The body is read once: its canonical form now, its value from the same parse below.
+      let signed: ReturnType<typeof parseCanonical>;
       try {
-        canonical = canonicalize(raw);
+        signed = parseCanonical(raw);
       } catch (err) {
         if (err instanceof CanonicalJsonError) throw workedFalse(400, HMAC_DETAIL.bodyNotJson);
         throw err;
       }
+      const canonical = signed.canonical;
 
       if (version === '1') {
         if (!signatureMatches(signature, signV1(clientSecret, canonical))) throw invalidSignature(req, ctx, 'v1', canonical);
@@ -209,9 +248,21 @@ export const STAGES: readonly Stage[] = [
         const parts = { timestamp, nonce, method: req.method, path: signedPath(req.url), idempotencyKey, canonicalBody: canonical };
         const expected = signV2(clientSecret, parts);
         if (!signatureMatches(signature, expected)) throw invalidSignature(req, ctx, 'v2', v2SigningString(parts));
+        // The body is parsed before the nonce is claimed only so that a request that will pass
+        // stage 5 can be counted by stage 6 in the claim's own Redis round trip; the answers and
+        // their order are unchanged: a body refused here still consumes its nonce, is answered 409
+        // on a conflicting nonce first, and is never counted by the limiter.
+        const parsed = parseBody(signed);
+        const combined = parsed.ok && rateLimited(req) ? deps.nonceAndRate : undefined;
         let claim;
         try {
-          claim = await nonces.claim(key.client_id, nonce, expected, NONCE_TTL_SECONDS);
+          if (combined) {
+            const both = await combined.nonces.claimAndHit(key.client_id, nonce, expected, NONCE_TTL_SECONDS, combined.counter, rateWindow(req, ctx));
+            claim = both.claim;
+            req.ext.rateLimitCounted = both.hit;
+          } else {
+            claim = await deps.nonces.claim(key.client_id, nonce, expected, NONCE_TTL_SECONDS);
+          }
         } catch (err) {
           if (err instanceof NonceStoreUnavailableError) {
             req.log.error({ err: err.message }, 'nonce store unavailable');
@@ -220,28 +271,25 @@ export const STAGES: readonly Stage[] = [
           throw err;
         }
         if (claim === 'conflict') throw workedFalse(409, 'X-Request-Nonce was already used for a different request');
+        req.ext.canonicalBody = canonical;
+        setBody(req, parsed);
+        return;
       }
       req.ext.canonicalBody = canonical;
-      // Null-prototype objects, integer-ness from the text (see parseJson).
-      let parsed: unknown;
-      try {
-        parsed = parseJson(raw);
-      } catch (err) {
-        if (err instanceof JsonContentError) throw badRequest(err.message);
-        throw err;
-      }
-      req.body = req.ext.camelCase ? convertKeys(parsed, camelToSnake) : parsed;
+      setBody(req, parseBody(signed));
     },
   },
   {
     n: 6,
     name: 'rate-limit',
     phase: 'preHandler',
-    applies: (req) => req.routeOptions.config.rateLimit !== false,
+    applies: rateLimited,
     async run(req, _reply, { ctx, rateLimiter }) {
       let hit: WindowHit;
       try {
-        hit = await rateLimiter.hit(`ext:${req.ext.clientIp}`, ctx.config.rateLimitPerMinute, 60);
+        // Counted already when stage 5 claimed a v2 nonce in the same Redis round trip.
+        const window = req.ext.rateLimitCounted ?? rateWindow(req, ctx);
+        hit = 'allowed' in window ? window : await rateLimiter.hit(window.key, window.limit, window.windowSeconds);
       } catch (err) {
         // The limiter protects capacity, not money: when its store is down, requests pass.
         req.log.warn({ err: (err as Error).message }, 'rate limiter unavailable; request allowed');
@@ -256,7 +304,7 @@ export const STAGES: readonly Stage[] = [
     name: 'permission',
     phase: 'preHandler',
     applies: () => true,
-    async run(req) {
+    run(req) {
       const permission = req.routeOptions.config.permission;
       if (permission === undefined) throw new Error(`route ${req.routeOptions.url} declares no permission`);
       if (permission !== null && !auth(req).key.permissions.includes(permission)) throw permissionError(permission);
@@ -307,11 +355,14 @@ export function idempotencyScopePath(req: FastifyRequest): string {
   return names.length === 0 ? route : `${route} ${JSON.stringify(names.map((n) => [n, params[n]]))}`;
 }
 
+/** Strict UTF-8 (throws on invalid bytes); one instance, as decode() without `stream` keeps no state. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
 function rawBody(body: unknown): string | null {
   if (body === undefined || body === null) return null;
   if (Buffer.isBuffer(body)) {
     try {
-      return new TextDecoder('utf-8', { fatal: true }).decode(body);
+      return UTF8.decode(body);
     } catch {
       return '\uFFFD'; // not UTF-8: reported as invalid JSON
     }
@@ -378,7 +429,8 @@ export function installPipeline(app: FastifyInstance, deps: PipelineDeps) {
         if (!stage.applies(req)) continue;
         let outcome: void | 'answered';
         try {
-          outcome = await stage.run(req, reply, deps);
+          const ran = stage.run(req, reply, deps);
+          outcome = ran instanceof Promise ? await ran : ran;
         } catch (err) {
           if (stage.name === 'hmac') logSignatureRefusal(req, err);
           throw err;
@@ -388,10 +440,11 @@ export function installPipeline(app: FastifyInstance, deps: PipelineDeps) {
     };
 
   app.decorateRequest('ext', null as unknown as ExternalState);
-  app.addHook('onRequest', async (req) => {
+  const onRequestStages = runPhase(byPhase('onRequest'));
+  app.addHook('onRequest', function pipelineStart(req, reply) {
     req.ext = { camelCase: false, clientIp: resolveClientIp(req.socket.remoteAddress ?? '', req.headers['x-forwarded-for'], ctx.config.trustedProxies) };
+    return onRequestStages(req, reply);
   });
-  app.addHook('onRequest', runPhase(byPhase('onRequest')));
   app.addHook('preHandler', runPhase(byPhase('preHandler')));
 
   // Bodies reach stage 5 as raw bytes: the signature covers them as transmitted.
@@ -399,31 +452,47 @@ export function installPipeline(app: FastifyInstance, deps: PipelineDeps) {
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
 
   // camelCase clients get camelCase keys, and error texts that name fields as they sent them.
-  app.addHook('preSerialization', async (req, reply, payload) => {
-    if (!req.ext?.camelCase) return payload;
-    return reply.statusCode >= 400 ? camelCaseErrorBody(payload) : convertKeys(payload, snakeToCamel);
+  app.addHook('preSerialization', (req, reply, payload, done) => {
+    // An answer recorded in the operation's transaction was serialised then (key case applied) and
+    // is the one sent (onSend): serialise it once, not a second time here.
+    const recorded = req.ext?.claim?.recorded;
+    if (recorded) {
+      void reply.serializer(() => recorded.body);
+      return done(null, payload);
+    }
+    if (!req.ext?.camelCase) return done(null, payload);
+    let converted: unknown;
+    try {
+      converted = reply.statusCode >= 400 ? camelCaseErrorBody(payload) : convertKeys(payload, snakeToCamel);
+    } catch (err) {
+      return done(err as Error);
+    }
+    done(null, converted);
   });
 
-  app.addHook('onSend', async (req, reply, payload) => {
+  // Callback style: most answers hold no claim and go straight through, with no promise made.
+  app.addHook('onSend', (req, reply, payload, done) => {
     const state = req.ext;
-    if (!state) return payload;
+    if (!state) return done(null, payload);
     const ok = reply.statusCode >= 200 && reply.statusCode < 300;
     if (state.rateLimit && ok) void reply.header('x-ratelimit-remaining', String(state.rateLimit.remaining));
     if (state.idempotencyKey !== undefined) void reply.header('idempotency-key', state.idempotencyKey);
     const claim = state.claim;
-    if (!claim) return payload;
+    if (!claim) return done(null, payload);
     state.claim = undefined; // settle the claim once, even if onSend runs again for an error
     if (claim.recorded) {
       // The operation committed with this answer: it is the answer, whatever happened after.
       void reply.code(claim.recorded.statusCode);
-      return claim.recorded.body;
+      return done(null, claim.recorded.body);
     }
     // Anything else that is not a 2xx (a 4xx, a 5xx, a COMMIT that failed) frees the key.
-    if (ok && typeof payload === 'string') {
-      await idempotency.complete(claim, { statusCode: reply.statusCode, body: payload });
-    } else {
-      await idempotency.release(claim);
-    }
-    return payload;
+    const settled =
+      ok && typeof payload === 'string'
+        ? idempotency.complete(claim, { statusCode: reply.statusCode, body: payload })
+        : idempotency.release(claim);
+    settled.then(
+      () => done(null, payload),
+      (err: Error) => done(err),
+    );
   });
 }

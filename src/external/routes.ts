@@ -1,6 +1,7 @@
 import { notFoundHandler } from '../http/errorHandler.js';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
+import { combinedNonceAndRate } from '../auth/nonceStore.js';
 import { installPipeline } from './pipeline.js';
 import { accountRoutes } from './account.routes.js';
 import { eventFeedRoutes } from '../events/feed.routes.js';
@@ -17,7 +18,13 @@ export type ExternalPlugin = (app: FastifyInstance, ctx: AppContext) => Promise<
 /** The merchant API of the spec, under /api/external, every route behind the request pipeline. */
 export function externalRoutes(ctx: AppContext, extra: readonly ExternalPlugin[] = []) {
   return async function plugin(app: FastifyInstance) {
-    installPipeline(app, { ctx, nonces: ctx.nonces, rateLimiter: ctx.rateCounter, idempotency: ctx.idempotency });
+    installPipeline(app, {
+      ctx,
+      nonces: ctx.nonces,
+      rateLimiter: ctx.rateCounter,
+      idempotency: ctx.idempotency,
+      nonceAndRate: combinedNonceAndRate(ctx.nonces, ctx.rateCounter),
+    });
     app.setNotFoundHandler(notFoundHandler);
     await accountRoutes(app, ctx);
     await chargeRoutes(app, ctx);

@@ -98,6 +98,21 @@ export async function readBalances(sql: Sql, accountId: number): Promise<Balance
   return toBalances(rows);
 }
 
+/** Balances of several accounts as of now, in one statement, without locking. */
+export async function readBalancesOf(sql: Sql, accountIds: readonly number[]): Promise<Map<number, Balances>> {
+  const rows = await sql.query<{ account_id: number; book: string; balance: number }>(
+    'SELECT account_id, book, balance FROM ledger_accounts WHERE account_id = ANY($1::bigint[])',
+    [accountIds],
+  );
+  const byAccount = new Map<number, { book: string; balance: number }[]>();
+  for (const row of rows) {
+    const list = byAccount.get(row.account_id);
+    if (list) list.push(row);
+    else byAccount.set(row.account_id, [row]);
+  }
+  return new Map(accountIds.map((id) => [id, toBalances(byAccount.get(id) ?? [])]));
+}
+
 /**
  * Locks the books of the given merchant accounts (SELECT … FOR UPDATE, in id order so two
  * transactions never deadlock) and returns their balances. Every operation that debits a merchant

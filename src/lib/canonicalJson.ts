@@ -281,3 +281,16 @@ export function canonicalize(text: string): string {
 export function canonicalStringify(value: unknown): string {
   return canonicalize(JSON.stringify(value));
 }
+
+/**
+ * One parse of a signed request body for both of its uses: the canonical form the signature covers
+ * (`canonicalize`) and, on demand, the value (`parseJson`) — the text is read once. Throws
+ * CanonicalJsonError if it is not valid JSON; `value()` throws JsonContentError as parseJson does.
+ */
+export function parseCanonical(text: string): { canonical: string; value(): unknown } {
+  const p = new Parser(text);
+  const node = p.value(0);
+  p.ws();
+  if (p.pos !== text.length) p.fail('unexpected data after the JSON value');
+  return { canonical: write(node), value: () => toValue(node) };
+}

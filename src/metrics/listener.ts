@@ -29,6 +29,9 @@ export async function startMetricsListener(port: number, host: string, collect: 
 /** In a cluster worker: hands this process's registry to the primary's aggregator. */
 export function shareWithClusterPrimary(registry: client.Registry) {
   client.AggregatorRegistry.setRegistries([registry]);
+  // prom-client installs the worker's answer to the primary's request only when an
+  // AggregatorRegistry is constructed in the worker; without it the primary's scrape timed out.
+  new client.AggregatorRegistry();
 }
 
 /** In the cluster primary: the workers' metrics summed (gauges read from the database: max). */

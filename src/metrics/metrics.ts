@@ -12,7 +12,7 @@ import type { Rail } from '../rail/rail.js';
  *   outbox       the webhook dispatcher reports each event it fans out (once, after commit):
  *                cash-outs, refunds, TEFs, charges and MED by outcome come from the event names
  *   webhooks     the delivery sender reports each attempt (outcome, latency)
- *   database     pool in use / idle / waiting, read at scrape time
+ *   database     pool in use / idle / waiting and statements sent by source, read at scrape time
  *   backlogs     webhook backlog, age of the oldest undelivered event and outbox lag, read from the
  *                database at scrape time (indexed queries)
  *   process      prom-client's default metrics (memory, CPU, event-loop lag, GC)
@@ -107,6 +107,22 @@ export class Metrics {
         this.set({ state: 'in_use' }, s.total - s.idle);
         this.set({ state: 'idle' }, s.idle);
         this.set({ state: 'waiting' }, s.waiting);
+      },
+    });
+    // The database layer counts statements in plain integers (src/db); the counter catches up with
+    // them at scrape time, so counting costs the query path one increment and no label lookup.
+    const seen = new Map<string, number>();
+    new client.Counter({
+      name: `${PREFIX}db_statements_total`,
+      help: 'Database statements sent, by source: request (HTTP requests), background (workers), rail (the simulated rail), listen (LISTEN bookkeeping); BEGIN/COMMIT count',
+      labelNames: ['pool'],
+      registers,
+      collect() {
+        for (const [pool, n] of Object.entries(self.db?.statements() ?? {})) {
+          const delta = n - (seen.get(pool) ?? 0);
+          seen.set(pool, n);
+          this.inc({ pool }, Math.max(0, delta)); // 0 still shows the series
+        }
       },
     });
     const backlog = { pending: 0, oldestAge: 0, outboxLag: 0, outboxPending: 0 };

@@ -1,5 +1,7 @@
 import type { AppContext, BackgroundWorker } from '../context.js';
+import { systemClock } from '../lib/clock.js';
 import { periodicWorker } from '../lib/periodic.js';
+import { wakeableWorker } from '../lib/wakeable.js';
 import { applyPaymentAck, paymentOrder } from './cashOut.js';
 import { MED } from '../med/infractions.js';
 import { settleMedRefund } from '../med/refunds.js';
@@ -39,9 +41,31 @@ export async function recoverUnsent(ctx: AppContext, options: { olderThanMs?: nu
   return rows.length;
 }
 
+/**
+ * The recovery worker's longest sleep. Its work comes from requests that died, which cannot tell
+ * anyone, so it is found by reading: after each pass it sleeps until the oldest order at stage 1
+ * turns UNSENT_AFTER_MS old (read once), and reads again at least this often — an order created
+ * meanwhile is stale no sooner than UNSENT_AFTER_MS later, so it is still sent again on time.
+ */
+export const RECOVERY_SAFETY_NET_MS = UNSENT_AFTER_MS;
+/** With a clock other than the system's (tests), the pass runs at this interval instead. */
+const RECOVERY_POLL_MS = 5_000;
+
 export function pixWorkers(ctx: AppContext): BackgroundWorker[] {
+  const recovery =
+    ctx.clock === systemClock
+      ? wakeableWorker({ name: 'pix-recovery', log: ctx.log, safetyNetMs: RECOVERY_SAFETY_NET_MS }, async () => {
+          const limit = 100;
+          if ((await recoverUnsent(ctx, { limit })) === limit) return 0; // more waiting
+          const oldest = await repo.oldestUnsent(ctx.db);
+          if (oldest === null) return undefined;
+          // Not before a second from now: an order just sent again is not stale for 15 s, and one
+          // stuck at stage 1 (the rail keeps failing) is not tried more than once a second.
+          return Math.max(1_000, oldest.getTime() + UNSENT_AFTER_MS - ctx.clock.now().getTime() + 5);
+        })
+      : periodicWorker('pix-recovery', RECOVERY_POLL_MS, ctx.log, () => recoverUnsent(ctx));
   return [
-    periodicWorker('pix-recovery', 5_000, ctx.log, () => recoverUnsent(ctx)),
+    recovery,
     periodicWorker('pix-housekeeping', 3_600_000, ctx.log, async () => {
       const now = ctx.clock.now().getTime();
       await repo.purgeInbox(ctx.db, new Date(now - INBOX_RETENTION_MS));

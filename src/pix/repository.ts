@@ -125,6 +125,14 @@ export async function returnedTotal(sql: Sql, originalId: string): Promise<numbe
  * Claims outbound records left at stage 1 (accepted here, never acknowledged by the rail) since
  * before `staleBefore`, bumping `updated_at` so another process does not take them too.
  */
+/** The oldest `updated_at` of an order claimUnsent would take once stale (null: none). */
+export async function oldestUnsent(sql: Sql): Promise<Date | null> {
+  const [row] = await sql.query<{ at: Date | null }>(
+    `SELECT min(updated_at) AS at FROM transactions WHERE stage = 1 AND kind IN ('cash_out', 'refund', 'med_refund')`,
+  );
+  return row?.at ?? null;
+}
+
 export async function claimUnsent(sql: Sql, staleBefore: Date, now: Date, limit: number): Promise<OwnedTransaction[]> {
   return sql.query<OwnedTransaction>(
     `WITH c AS (

@@ -54,19 +54,47 @@ export class MemoryFixedWindow implements FixedWindowCounter {
   }
 }
 
-/** Shared counters in Redis: one round trip (MULTI INCR + EXPIRE) per hit. */
+/** INCR, and the expiry set when the window's counter is created. KEYS[1] counter, ARGV[1] its TTL. */
+export const WINDOW_HIT_LUA = `
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('EXPIRE', KEYS[1], tonumber(ARGV[1])) end
+return n`;
+
+type WindowRedis = Redis & { pixgateWindowHit(key: string, ttlSeconds: string): Promise<number> };
+
+/** One of the current window's counters in Redis, for a script that counts in it. */
+export interface RedisWindow {
+  redisKey: string;
+  ttlSeconds: number;
+  /** The outcome once the script has counted `count` requests in it. */
+  hit(count: number): WindowHit;
+}
+
+/**
+ * Shared counters in Redis: one command per hit (a script run by EVALSHA: INCR, and EXPIRE on the
+ * window's first request), where MULTI INCR EXPIRE EXEC sent four.
+ */
 export class RedisFixedWindow implements FixedWindowCounter {
+  private readonly scripted: WindowRedis;
+
   constructor(
-    private readonly redis: Redis,
+    readonly redis: Redis,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    if (typeof (redis as unknown as Record<string, unknown>).pixgateWindowHit !== 'function') {
+      redis.defineCommand('pixgateWindowHit', { numberOfKeys: 1, lua: WINDOW_HIT_LUA });
+    }
+    this.scripted = redis as WindowRedis;
+  }
+
+  window(key: string, limit: number, windowSeconds: number): RedisWindow {
+    const w = window(this.clock, windowSeconds);
+    return { redisKey: `rl:${windowSeconds}:${w.start}:${key}`, ttlSeconds: windowSeconds + 5, hit: (count) => result(count, limit, w) };
+  }
 
   async hit(key: string, limit: number, windowSeconds: number): Promise<WindowHit> {
-    const w = window(this.clock, windowSeconds);
-    const redisKey = `rl:${windowSeconds}:${w.start}:${key}`;
-    const replies = await this.redis.multi().incr(redisKey).expire(redisKey, windowSeconds + 5).exec();
-    const [err, count] = replies?.[0] ?? [new Error('no reply'), 0];
-    if (err) throw err;
-    return result(Number(count), limit, w);
+    const w = this.window(key, limit, windowSeconds);
+    const count = await this.scripted.pixgateWindowHit(w.redisKey, String(w.ttlSeconds));
+    return w.hit(Number(count));
   }
 }

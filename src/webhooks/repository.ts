@@ -1,6 +1,14 @@
-import type { Sql } from '../db/db.js';
+import { notify, type Sql } from '../db/db.js';
 
 /** SQL of the webhooks domain: registrations, fan-out of the outbox, delivery claims and results. */
+
+/**
+ * Wake-up channels of the delivery engine (docs/decisions.md, "Idle: wake-ups instead of polling"):
+ *   outbox            an event was written (wakeLocal from emitEvent: this process's dispatcher)
+ *   webhook_delivery  a delivery became due now (NOTIFY: the senders of every process)
+ *   events            events were fanned out (NOTIFY: the live event streams of every process)
+ */
+export const WAKE = { outbox: 'outbox', delivery: 'webhook_delivery', events: 'events' } as const;
 
 export interface WebhookRow {
   id: string;
@@ -105,8 +113,10 @@ export async function setWebhookActive(tx: Sql, id: string, active: boolean): Pr
     [id, active],
   );
   if (!row) return undefined;
-  if (active) await promoteStrandedHeads(tx, id);
-  else {
+  if (active) {
+    await promoteStrandedHeads(tx, id);
+    await notify(tx, WAKE.delivery); // its ready deliveries are due again (the senders left them out)
+  } else {
     await tx.query(
       `UPDATE webhook_deliveries SET ready = false, updated_at = now()
         WHERE webhook_id = $1 AND status = 'pending' AND ready AND claim_token IS NULL`,
@@ -154,6 +164,8 @@ export interface DispatchResult {
   /** Names of the events fanned out (metrics count them here: once, after commit). */
   names: string[];
   deliveries: number;
+  /** Deliveries written not ready (behind an earlier pending delivery of their subject). */
+  followers: number;
 }
 
 /**
@@ -168,11 +180,11 @@ export async function dispatchOutbox(tx: Sql, limit: number, aliases: ReadonlyAr
     `SELECT id, event FROM outbox_events WHERE dispatched_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,
     [limit],
   );
-  if (claimed.length === 0) return { events: 0, names: [], deliveries: 0 };
+  if (claimed.length === 0) return { events: 0, names: [], deliveries: 0, followers: 0 };
   const ids = claimed.map((r) => r.id);
   // A delivery is born ready (head of its subject queue for the webhook) when it is the batch's first
   // of its subject and nothing earlier of the subject is pending or still waiting for fan-out.
-  const inserted = await tx.query(
+  const inserted = await tx.query<{ ready: boolean }>(
     `INSERT INTO webhook_deliveries (webhook_id, outbox_id, event, subject, ready)
      SELECT m.webhook_id, m.outbox_id, m.event, m.subject,
             m.rn = 1
@@ -194,11 +206,18 @@ export async function dispatchOutbox(tx: Sql, limit: number, aliases: ReadonlyAr
                                  WHERE a.target = e.event AND a.alias = ANY(w.events)))) m
       ORDER BY m.outbox_id
      ON CONFLICT (webhook_id, outbox_id) DO NOTHING
-     RETURNING id`,
+     RETURNING ready`,
     [ids, aliases.map((a) => a[0]), aliases.map((a) => a[1])],
   );
   await tx.query('UPDATE outbox_events SET dispatched_at = now() WHERE id = ANY($1::bigint[])', [ids]);
-  return { events: ids.length, names: claimed.map((r) => r.event), deliveries: inserted.length };
+  // One NOTIFY per batch, delivered at COMMIT: the senders of other processes (this process's
+  // sender is woken directly) and the live event streams of every process look at once.
+  await tx.query(`SELECT pg_notify(current_schema() || '__' || $1, ''), CASE WHEN $3 THEN pg_notify(current_schema() || '__' || $2, '') END`, [
+    WAKE.events,
+    WAKE.delivery,
+    inserted.length > 0,
+  ]);
+  return { events: ids.length, names: claimed.map((r) => r.event), deliveries: inserted.length, followers: inserted.filter((r) => !r.ready).length };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -265,6 +284,22 @@ export async function claimDeliveries(
                 w.url, w.secret, o.payload, o.created_at AS event_created_at`,
     [options.limit, options.perWebhook, full, options.claimToken, options.leaseMs, partial.map((p) => p[0]), partial.map((p) => p[1])],
   );
+}
+
+/**
+ * Milliseconds until the earliest pending, ready delivery of a live, active webhook is due (<= 0:
+ * due already; null: none), as the database's clock sees it; webhooks in `exclude` (no room in
+ * the caller) are left out. Includes leased deliveries: a lease running out makes one due again.
+ */
+export async function nextDueInMs(sql: Sql, exclude: readonly string[]): Promise<number | null> {
+  const [row] = await sql.query<{ ms: number | null }>(
+    `SELECT (extract(epoch FROM min(d.next_attempt_at) - now()) * 1000)::float8 AS ms
+       FROM webhook_deliveries d
+      WHERE d.status = 'pending' AND d.ready AND NOT (d.webhook_id = ANY($1::uuid[]))
+        AND EXISTS (SELECT 1 FROM webhooks w WHERE w.id = d.webhook_id AND w.is_active AND w.deleted_at IS NULL)`,
+    [exclude],
+  );
+  return row?.ms ?? null;
 }
 
 /**
@@ -466,6 +501,7 @@ export async function requeueDelivery(sql: Sql, webhookId: string, deliveryId: s
       RETURNING id`,
     [webhookId, deliveryId],
   );
+  if (rows.length === 1) await notify(sql, WAKE.delivery);
   return rows.length === 1;
 }
 
@@ -478,5 +514,6 @@ export async function insertDirectDelivery(tx: Sql, webhookId: string, outboxEve
     [webhookId, outboxEventId],
   );
   await tx.query('UPDATE outbox_events SET dispatched_at = now() WHERE event_id = $1', [outboxEventId]);
+  await notify(tx, WAKE.delivery);
   return row!.id;
 }

@@ -5,6 +5,8 @@ import { parseAllowedHosts } from './destination.js';
 import { HttpDeliverer, type Resolver } from './http.js';
 import { EVENT_ALIASES } from './registration.js';
 import * as repo from './repository.js';
+import { Waker, wakeOn } from '../lib/wakeable.js';
+import { WAKE } from './repository.js';
 
 /**
  * The delivery engine: two background workers per process.
@@ -19,8 +21,13 @@ import * as repo from './repository.js';
  * one of them, and a lease that runs out (process killed mid-delivery) makes the delivery due again.
  */
 export interface WebhookWorkerOptions {
-  /** Idle poll interval of both loops (a dispatch or a finished delivery wakes the sender at once). */
+  /**
+   * How soon the sender looks again when due deliveries are left that it could not claim (held by
+   * another worker, or their webhook has no room in this process).
+   */
   pollMs?: number;
+  /** Longest idle sleep of both loops: the safety net for missed wake-ups (see DEFAULTS). */
+  safetyNetMs?: number;
   /** Deliveries in flight per process. */
   concurrency?: number;
   /** Deliveries of one webhook in flight in this process at most. */
@@ -48,10 +55,21 @@ type WorkerDeps = Pick<AppContext, 'db' | 'config' | 'log'> & Partial<Pick<AppCo
 
 export const DEFAULTS = {
   pollMs: 100,
+  /**
+   * Both loops sleep until woken: the dispatcher by an outbox event written in this process
+   * (wakeLocal, after commit) or a notification, the sender by its dispatcher, a notification on
+   * `webhook_delivery` or the earliest next_attempt_at it read. This poll only catches what no
+   * wake-up announced (an event written by a process without workers, a lost notification).
+   */
+  safetyNetMs: 10_000,
   concurrency: 64,
   perWebhook: 16,
   dispatchBatch: 200,
   stopGraceMs: 2_000,
+  /** A batch that wrote followers (deliveries not ready) is followed by a repair this soon. */
+  followerRepairMs: 250,
+  /** Least time between two fan-out transactions (a wake-up per committed event is gathered). */
+  dispatchSpacingMs: 10,
   /** How long a result waits for others to be written with it. */
   recordBatchMs: 2,
   /** How often the dispatcher repairs subject queues whose head finished unnoticed. */
@@ -67,34 +85,6 @@ export function retryDelayMs(schedule: readonly number[], step: number, random: 
   return Math.round(base * (1 - DEFAULTS.jitter + 2 * DEFAULTS.jitter * random()));
 }
 
-/** A sleep that `wake()` cuts short (a wake with nobody sleeping is kept for the next sleep). */
-class Waker {
-  private resolveSleep: (() => void) | undefined;
-  private pending = false;
-
-  wake() {
-    this.pending = true;
-    this.resolveSleep?.();
-  }
-
-  sleep(ms: number): Promise<void> {
-    if (this.pending) {
-      this.pending = false;
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.resolveSleep = undefined;
-        this.pending = false;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.resolveSleep = done;
-    });
-  }
-}
-
 export function webhookWorkers(ctx: WorkerDeps, options: WebhookWorkerOptions = {}): BackgroundWorker[] {
   const sender = new DeliverySender(ctx, options);
   const dispatcher = new OutboxDispatcher(ctx, options, () => sender.wake());
@@ -106,7 +96,7 @@ class OutboxDispatcher implements BackgroundWorker {
   private stopped = true;
   private loop: Promise<void> | undefined;
   private readonly waker = new Waker();
-  private readonly pollMs: number;
+  private readonly safetyNetMs: number;
   private readonly batch: number;
   private readonly repairEveryMs: number;
 
@@ -115,7 +105,7 @@ class OutboxDispatcher implements BackgroundWorker {
     options: WebhookWorkerOptions,
     private readonly onDispatched: () => void,
   ) {
-    this.pollMs = options.pollMs ?? DEFAULTS.pollMs;
+    this.safetyNetMs = options.safetyNetMs ?? DEFAULTS.safetyNetMs;
     this.batch = options.dispatchBatch ?? DEFAULTS.dispatchBatch;
     this.repairEveryMs = options.repairEveryMs ?? DEFAULTS.repairEveryMs;
   }
@@ -133,18 +123,42 @@ class OutboxDispatcher implements BackgroundWorker {
   }
 
   private async run() {
-    let lastRepair = Date.now();
+    // Woken by events written in this process (wakeLocal) and by notifications on `outbox`;
+    // `null` (the listening connection was lost) wakes it too.
+    const unsubscribe = await wakeOn(this.ctx.db, [WAKE.outbox], () => this.waker.wake(), this.ctx.log);
+    try {
+      await this.loop_();
+    } finally {
+      await unsubscribe();
+    }
+  }
+
+  private async loop_() {
+    let lastTick = 0;
+    // Repairs: on the first tick; soon after a batch that wrote followers (a delivery not ready:
+    // its head may have finished in a transaction that could not see it); every repairEveryMs
+    // while events flow; and on safety-net ticks when idle.
+    let lastRepair = -Infinity;
+    let repairAt = 0;
     while (!this.stopped) {
+      // Under load every committed event wakes the loop: ticks at most every dispatchSpacingMs
+      // gather them in batches (one transaction per batch, not per event).
+      const wait = lastTick + DEFAULTS.dispatchSpacingMs - Date.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      lastTick = Date.now();
       let more = false;
       try {
         const r = await this.ctx.db.transaction((tx) => repo.dispatchOutbox(tx, this.batch, EVENT_ALIASES));
+        const now = Date.now();
         if (r.events > 0) {
           this.ctx.metrics?.eventsDispatched(r.names);
           this.onDispatched();
+          repairAt = Math.min(repairAt, now + (r.followers > 0 ? DEFAULTS.followerRepairMs : this.repairEveryMs));
         }
         more = r.events === this.batch;
-        if (Date.now() - lastRepair >= this.repairEveryMs) {
-          lastRepair = Date.now();
+        if (now >= repairAt || now - lastRepair >= this.repairEveryMs) {
+          lastRepair = now;
+          repairAt = Infinity;
           if ((await repo.promoteStrandedHeads(this.ctx.db)) > 0) this.onDispatched();
         }
       } catch (err) {
@@ -152,7 +166,7 @@ class OutboxDispatcher implements BackgroundWorker {
         await this.waker.sleep(1_000);
         continue;
       }
-      if (!more) await this.waker.sleep(this.pollMs);
+      if (!more) await this.waker.sleep(Math.max(0, Math.min(this.safetyNetMs, repairAt - Date.now())));
     }
   }
 }
@@ -170,7 +184,7 @@ class DeliverySender implements BackgroundWorker {
   private readonly schedule: readonly number[];
   private readonly leaseMs: number;
   private readonly workerId: string;
-  private readonly o: Required<Pick<WebhookWorkerOptions, 'pollMs' | 'concurrency' | 'perWebhook' | 'stopGraceMs' | 'random'>>;
+  private readonly o: Required<Pick<WebhookWorkerOptions, 'pollMs' | 'safetyNetMs' | 'concurrency' | 'perWebhook' | 'stopGraceMs' | 'random'>>;
 
   constructor(
     private readonly ctx: WorkerDeps,
@@ -182,6 +196,7 @@ class DeliverySender implements BackgroundWorker {
     this.workerId = options.workerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     this.o = {
       pollMs: options.pollMs ?? DEFAULTS.pollMs,
+      safetyNetMs: options.safetyNetMs ?? DEFAULTS.safetyNetMs,
       concurrency: options.concurrency ?? DEFAULTS.concurrency,
       perWebhook: options.perWebhook ?? DEFAULTS.perWebhook,
       stopGraceMs: options.stopGraceMs ?? DEFAULTS.stopGraceMs,
@@ -222,9 +237,21 @@ class DeliverySender implements BackgroundWorker {
   }
 
   private async run() {
+    // Woken by this process's dispatcher, by finished deliveries, and by notifications on
+    // `webhook_delivery` (deliveries made due now in any process); `null` wakes it too.
+    const unsubscribe = await wakeOn(this.ctx.db, [WAKE.delivery], () => this.waker.wake(), this.ctx.log);
+    try {
+      await this.loop_();
+    } finally {
+      await unsubscribe();
+    }
+  }
+
+  private async loop_() {
     while (!this.stopped) {
       const free = this.o.concurrency - this.inFlight.size;
       let claimed = 0;
+      let sleepMs = this.o.safetyNetMs;
       if (free > 0) {
         try {
           const room = new Map([...this.perWebhookInFlight].map(([id, n]) => [id, this.o.perWebhook - n]));
@@ -237,6 +264,15 @@ class DeliverySender implements BackgroundWorker {
           });
           claimed = jobs.length;
           for (const job of jobs) this.launch(job);
+          if (claimed < free) {
+            // Nothing more is due now: sleep until the earliest delivery that will be (a retry's
+            // backoff, a lease running out), read once, unless a wake-up comes first. Webhooks
+            // without room here are left out: one of their deliveries finishing wakes the loop.
+            const full = [...this.perWebhookInFlight].filter(([, n]) => n >= this.o.perWebhook).map(([id]) => id);
+            const dueInMs = await repo.nextDueInMs(this.ctx.db, full);
+            // Due already but not claimed: held by another worker's claim in progress; look again soon.
+            if (dueInMs !== null) sleepMs = dueInMs <= 0 ? this.o.pollMs : Math.min(dueInMs + 5, this.o.safetyNetMs);
+          }
         } catch (err) {
           this.ctx.log.error({ err, worker: this.name }, 'webhook claim failed');
           await this.waker.sleep(1_000);
@@ -244,7 +280,7 @@ class DeliverySender implements BackgroundWorker {
         }
       }
       if (free > 0 && claimed === free) continue;
-      await this.waker.sleep(this.o.pollMs);
+      await this.waker.sleep(sleepMs);
     }
   }
 

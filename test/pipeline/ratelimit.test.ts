@@ -107,3 +107,47 @@ describe.each(REDIS_VARIANTS)('fixed-window counter (%s)', (variant) => {
     }
   });
 });
+
+/**
+ * With Redis, a v2 request's nonce claim and its rate-limit count are one script (one round trip).
+ * The answers must be those of the stages run one after the other, on both stores: a conflicting
+ * nonce (409, stage 5) is never counted, and a body stage 5 refuses (400, U+0000) consumes its
+ * nonce but is not counted either.
+ */
+describe.each(REDIS_VARIANTS)('stages 5 and 6 together: v2 nonce claim and rate limit (%s store)', (variant) => {
+  let s: TestServer;
+  let m: MerchantFixture;
+  let closeRedis = async () => {};
+  beforeAll(async () => {
+    const r = variant === 'redis' ? await openTestRedis() : undefined;
+    if (r) closeRedis = r.close;
+    s = await startTestServer({ env: { RATE_LIMIT_PER_MINUTE: '3' }, externalPlugins: [pipelineTestRoutes], ...(r ? { redis: r.redis } : {}) });
+    m = await merchantWithKey(s);
+  });
+  afterAll(async () => {
+    await s?.close();
+    await closeRedis();
+  });
+
+  it('a conflicting nonce and a refused body are not counted; a refused body still consumes its nonce', async () => {
+    const secondsIntoWindow = (Date.now() / 1000) % 60;
+    if (secondsIntoWindow > 57) await new Promise((r) => setTimeout(r, (61 - secondsIntoWindow) * 1000));
+    const nonce = `nonce-${Date.now()}-aaaaaaaaaaaa`;
+    const first = await m.client.post('/test/echo', { x: 1 }, { sign: 'v2', nonce });
+    expect(first.status).toBe(200);
+    expect(first.headers.get('x-ratelimit-remaining')).toBe('2');
+    const conflict = await m.client.post('/test/echo', { x: 2 }, { sign: 'v2', nonce });
+    expect(conflict.status).toBe(409);
+    expect(conflict.body).toEqual({ worked: false, detail: 'X-Request-Nonce was already used for a different request' });
+
+    const nulNonce = `nonce-${Date.now()}-bbbbbbbbbbbb`;
+    const refused = await m.client.post('/test/echo', '{"x":"a\\u0000b"}', { sign: 'v2', nonce: nulNonce });
+    expect(refused.status).toBe(400);
+    const reused = await m.client.post('/test/echo', { x: 3 }, { sign: 'v2', nonce: nulNonce });
+    expect(reused.status).toBe(409);
+
+    const second = await m.client.post('/test/echo', { x: 4 }, { sign: 'v2' });
+    expect(second.status).toBe(200);
+    expect(second.headers.get('x-ratelimit-remaining')).toBe('1');
+  });
+});

@@ -4,10 +4,11 @@ import { emitEvent } from '../../events/outbox.js';
 import { requestHash } from '../../external/idempotency.js';
 import { conflict, unprocessable } from '../../http/errors.js';
 import { encodeBrCode, sanitizeName } from '../../lib/brcode.js';
-import { isoZ, type Clock } from '../../lib/clock.js';
+import { isoZ, systemClock, type Clock } from '../../lib/clock.js';
 import { newTransactionId, randomAlnum, TX_PREFIX } from '../../lib/ids.js';
 import { centsToBaseUnits } from '../../lib/money.js';
 import { periodicWorker } from '../../lib/periodic.js';
+import { wakeableWorker } from '../../lib/wakeable.js';
 import { findMerchant } from '../../merchants/repository.js';
 import { insertTransaction, TX_STATUS } from '../../transactions/repository.js';
 import { listOwnKeys, type PixKeyRow } from '../ownKeys.js';
@@ -37,7 +38,10 @@ export const CHARGE = {
   /** Field 59 when the merchant's name has no character a BR Code can carry. */
   fallbackMerchantName: 'PIXGATE',
   defaultDescription: 'Cobrança PIX',
+  /** Sweep interval with a test clock (see chargeWorkers). */
   expirySweepMs: 1000,
+  /** Longest sleep of the expiry worker; must stay below minExpiresInSeconds. */
+  expirySafetyNetMs: 30_000,
   expiryBatch: 100,
 } as const;
 
@@ -297,9 +301,26 @@ export async function expireDueCharges(db: Database, clock: Clock, batch: number
   }
 }
 
-/** Background work of cash-in: the expiry sweep, every second. */
+/**
+ * Background work of cash-in: the expiry sweep. It sleeps until the earliest deadline of an open
+ * charge (read once after each sweep), and reads again at least every CHARGE.expirySafetyNetMs: a
+ * charge created meanwhile lives at least CHARGE.minExpiresInSeconds (60 s > 30 s), so it is seen
+ * before its deadline without any notification. With a clock other than the system's (tests move
+ * it by hand) a real-time sleep means nothing, so the sweep runs every CHARGE.expirySweepMs.
+ */
 export function chargeWorkers(ctx: AppContext): BackgroundWorker[] {
-  return [periodicWorker('charge-expiry', CHARGE.expirySweepMs, ctx.log, () => expireDueCharges(ctx.db, ctx.clock))];
+  if (ctx.clock !== systemClock) return [periodicWorker('charge-expiry', CHARGE.expirySweepMs, ctx.log, () => expireDueCharges(ctx.db, ctx.clock))];
+  return [
+    wakeableWorker({ name: 'charge-expiry', log: ctx.log, safetyNetMs: CHARGE.expirySafetyNetMs }, async () => {
+      const next = await repo.earliestOpenExpiry(ctx.db);
+      if (next === null) return undefined;
+      const inMs = next.getTime() - ctx.clock.now().getTime();
+      if (inMs > 0) return inMs;
+      // Some expired: read the next deadline at once. None: a due charge is locked by a payment in
+      // progress (SKIP LOCKED); look again in a second.
+      return (await expireDueCharges(ctx.db, ctx.clock)) > 0 ? 0 : CHARGE.expirySweepMs;
+    }),
+  ];
 }
 
 /** Why an inbound payment did not pay a charge. */

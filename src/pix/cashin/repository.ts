@@ -109,6 +109,12 @@ export async function lockChargeByTxid(tx: Sql, txid: string): Promise<ChargeRow
  * Claims up to `limit` open charges whose deadline has passed, oldest deadline first. Rows another
  * process holds are skipped (FOR UPDATE SKIP LOCKED), so any number of workers can sweep together.
  */
+/** The earliest deadline of an open charge (null: none), for the expiry worker's sleep. */
+export async function earliestOpenExpiry(sql: Sql): Promise<Date | null> {
+  const [row] = await sql.query<{ at: Date | null }>(`SELECT min(expires_at) AS at FROM pix_charges WHERE status = 'created'`);
+  return row?.at ?? null;
+}
+
 export async function claimDueCharges(tx: Sql, now: Date, limit: number): Promise<ChargeRow[]> {
   return tx.query<ChargeRow>(
     `SELECT ${CHARGE_COLUMNS} FROM ${CHARGE_FROM}

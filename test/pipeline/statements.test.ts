@@ -1,0 +1,103 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BalanceReader } from '../../src/external/balanceReader.js';
+import { merchantWithKey, type MerchantFixture } from '../helpers/client.js';
+import { countingRedis, countingTestDatabase, type StatementCounter } from '../helpers/countingDb.js';
+import { BACKENDS, openTestDatabase } from '../helpers/db.js';
+import { openTestRedis } from '../helpers/redis.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+/**
+ * What one request of the pipeline costs the database (and Redis), counted by wrapping the
+ * server's Database: the figures of issue 12 kept as assertions so they cannot creep back up.
+ * Background workers are off, so every statement counted is the request's own.
+ */
+describe.each(BACKENDS)('statements per request on %s', (backend) => {
+  let s: TestServer;
+  let m: MerchantFixture;
+  let counter: StatementCounter;
+  let redisCalls: string[] | undefined;
+  let closeRedis = async () => {};
+
+  beforeAll(async () => {
+    const counting = countingTestDatabase(await openTestDatabase(backend));
+    counter = counting.counter;
+    let redis;
+    if (process.env.TEST_REDIS_URL) {
+      const r = await openTestRedis();
+      closeRedis = r.close;
+      const c = countingRedis(r.redis);
+      redis = c.redis;
+      redisCalls = c.calls;
+    }
+    s = await startTestServer({ database: counting.database, workers: false, ...(redis ? { redis } : {}) });
+    m = await merchantWithKey(s, { depositCents: 1_000 });
+  });
+  afterAll(async () => {
+    await s?.close();
+    await s?.database.close();
+    await closeRedis();
+  });
+
+  /** Runs `send` once to warm the caches, then once counted; returns what the second one cost. */
+  async function cost(send: () => Promise<{ status: number }>, expectedStatus = 200) {
+    expect((await send()).status).toBe(expectedStatus);
+    counter.reset();
+    if (redisCalls) redisCalls.length = 0;
+    expect((await send()).status).toBe(expectedStatus);
+    return { statements: [...counter.statements], transactions: counter.transactions, redis: redisCalls ? [...redisCalls] : undefined };
+  }
+
+  it('GET /balance: one statement (the balance); authentication comes from the in-process cache; no Redis', async () => {
+    const c = await cost(() => m.client.get('/balance'));
+    expect(c.statements, c.statements.join('\n')).toHaveLength(1);
+    expect(c.statements[0]).toMatch(/FROM ledger_accounts/);
+    expect(c.transactions).toBe(0);
+    if (c.redis) expect(c.redis).toEqual([]);
+  });
+
+  it('signed POST /cpf/validate (v1): no statement at all; one Redis command (the rate-limit script)', async () => {
+    const c = await cost(() => m.client.post('/cpf/validate', { cpf: '529.982.247-25' }));
+    expect(c.statements, c.statements.join('\n')).toEqual([]);
+    expect(c.transactions).toBe(0);
+    if (c.redis) expect(c.redis).toEqual(['evalsha']);
+  });
+
+  it('signed POST /cpf/validate (v2 + Idempotency-Key): two statements (claim, answer); one Redis command (nonce claim and rate limit in one script)', async () => {
+    const c = await cost(() => m.client.post('/cpf/validate', { cpf: '529.982.247-25' }, { sign: 'v2' }));
+    expect(c.statements, c.statements.join('\n')).toHaveLength(2);
+    expect(c.statements[0]).toMatch(/^INSERT INTO idempotency_keys/);
+    expect(c.statements[1]).toMatch(/^UPDATE idempotency_keys SET status = 'completed'/);
+    expect(c.transactions).toBe(0);
+    if (c.redis) expect(c.redis).toEqual(['evalsha']);
+  });
+
+  it('GET /balance reads of one event-loop turn share one statement, each answered with its own account', async () => {
+    const other = await merchantWithKey(s, { depositCents: 2_000 });
+    const reader = new BalanceReader(s.ctx.db);
+    counter.reset();
+    const [a1, b1, a2] = await Promise.all([reader.read(m.accountId), reader.read(other.accountId), reader.read(m.accountId)]);
+    expect(counter.statements, counter.statements.join('\n')).toHaveLength(1);
+    expect(a1.available).toBe(100_000);
+    expect(a2).toEqual(a1);
+    expect(b1.available).toBe(200_000);
+    const camel = await m.client.get('/balance', { camelCase: true });
+    expect(camel.body).toEqual({
+      worked: true,
+      accountId: m.accountId,
+      currency: 'BRL',
+      available: 100_000,
+      blocked: 0,
+      pending: 0,
+      ledgerTotal: 100_000,
+      safe: 100_000,
+      asOf: expect.stringMatching(/Z$/),
+    });
+  });
+
+  it('a refused request costs no more than an accepted one: wrong secret of a cached key, one statement at most', async () => {
+    const { ApiClient } = await import('../helpers/client.js');
+    const wrong = new ApiClient(s.url, m.client.clientId, 'sk_wrong');
+    const c = await cost(() => wrong.get('/balance'), 401);
+    expect(c.statements.length, c.statements.join('\n')).toBeLessThanOrEqual(1);
+  });
+});
