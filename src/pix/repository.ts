@@ -1,4 +1,4 @@
-import type { Sql } from '../db/db.js';
+import { wakeLocal, type Sql } from '../db/db.js';
 import type { AccountRow } from '../merchants/repository.js';
 import type { TransactionRow } from '../transactions/repository.js';
 
@@ -374,6 +374,7 @@ export async function markSentWithEvent(
     [row.id, paymentStatus, now, event.event, row.merchant_id, JSON.stringify(event.body), answer?.id ?? null, answer?.token ?? null, answer?.statusCode ?? null, answer?.body ?? null],
   );
   if (!moved) return undefined;
+  wakeLocal(tx, 'outbox'); // as emitEvent does: the webhook dispatcher looks once this committed
   const { recorded, ...rest } = moved;
   return { row: { ...rest, merchant_id: row.merchant_id }, recorded: recorded === 1 };
 }
@@ -438,6 +439,7 @@ export async function settleCashOut(
     [row.id, row.transaction_id, codes, amounts, settledAt, now, event.event, row.merchant_id, JSON.stringify(event.body)],
   );
   if (!settled || settled.entry_count !== codes.length) throw new Error(`settlement of ${row.transaction_id} wrote ${settled?.entry_count ?? 0} entries`);
+  wakeLocal(tx, 'outbox'); // as emitEvent does
   const { entry_count: _n, ...rest } = settled;
   return { ...rest, merchant_id: row.merchant_id };
 }

@@ -7,38 +7,45 @@ export interface Statement {
 }
 
 /**
- * Records every statement `db` runs from now on (the object is patched in place, so every view
- * of it — the background pool of src/db/limit.ts, the rail simulator — is counted too). A
- * transaction counts its BEGIN and COMMIT as statements: each is a round trip on PostgreSQL.
+ * Records every statement `db` runs from now on, and its views (`counted`: the rail's and the
+ * background workers'): each object is patched in place, so everything that holds it — the
+ * background pool of src/db/limit.ts, the rail simulator — is counted too. A transaction counts
+ * its BEGIN and COMMIT as statements: each is a round trip on PostgreSQL.
  */
 export function recordStatements(db: Database): { log: Statement[]; take(): Statement[]; stop(): void } {
   const log: Statement[] = [];
   let seq = 0;
-  const query = db.query;
-  const transaction = db.transaction;
-  db.query = ((text: string, params?: readonly unknown[]) => {
-    log.push({ text, tx: null });
-    return query.call(db, text, params);
-  }) as Database['query'];
-  db.transaction = (<T>(fn: (tx: Sql) => Promise<T>) =>
-    transaction.call(db, async (tx: Sql) => {
-      const id = ++seq;
-      log.push({ text: 'BEGIN', tx: id });
-      const txQuery = tx.query;
-      tx.query = ((text: string, params?: readonly unknown[]) => {
-        log.push({ text, tx: id });
-        return txQuery.call(tx, text, params);
-      }) as Sql['query'];
-      const result = await fn(tx);
-      log.push({ text: 'COMMIT', tx: id });
-      return result;
-    })) as Database['transaction'];
+  const targets = [...new Set([db, ...(typeof db.counted === 'function' ? ['rail', 'background'].map((source) => db.counted(source)) : [])])];
+  const restore = targets.map((target) => {
+    const query = target.query;
+    const transaction = target.transaction;
+    target.query = ((text: string, params?: readonly unknown[]) => {
+      log.push({ text, tx: null });
+      return query.call(target, text, params);
+    }) as Database['query'];
+    target.transaction = (<T>(fn: (tx: Sql) => Promise<T>) =>
+      transaction.call(target, async (tx: Sql) => {
+        const id = ++seq;
+        log.push({ text: 'BEGIN', tx: id });
+        const txQuery = tx.query;
+        tx.query = ((text: string, params?: readonly unknown[]) => {
+          log.push({ text, tx: id });
+          return txQuery.call(tx, text, params);
+        }) as Sql['query'];
+        const result = await fn(tx);
+        log.push({ text: 'COMMIT', tx: id });
+        return result;
+      })) as Database['transaction'];
+    return () => {
+      target.query = query;
+      target.transaction = transaction;
+    };
+  });
   return {
     log,
     take: () => log.splice(0, log.length),
     stop() {
-      db.query = query;
-      db.transaction = transaction;
+      for (const undo of restore) undo();
     },
   };
 }
