@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { channelName, commitHooksFor, INT8_OID, ListenerSet, parseInt8, localWakesFor, quoteChannel, RETRYABLE_STATES, sqlState, StatementCounts, type Database, type Sql } from './db.js';
 
@@ -24,6 +25,23 @@ const types = {
 const MAX_ATTEMPTS = 5;
 
 /** PostgreSQL server through a connection pool (node-postgres). */
+/**
+ * Long parameterized statements (the money path's CTEs) run as named prepared statements: each
+ * connection parses and plans one once, then only binds and executes it — planning a CTE of five
+ * data-modifying parts cost more than running it. Named by a digest of the text, so one text is
+ * one statement; short statements stay unnamed (their planning is cheap).
+ */
+const PREPARE_MIN_LENGTH = 400;
+const preparedNames = new Map<string, string>();
+function preparedName(text: string): string {
+  let name = preparedNames.get(text);
+  if (!name) {
+    name = `px_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`;
+    if (preparedNames.size < 2000) preparedNames.set(text, name);
+  }
+  return name;
+}
+
 export async function openPostgres(options: PostgresOptions): Promise<Database> {
   const pool = new pg.Pool({
     connectionString: options.url,
@@ -53,7 +71,8 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
     const cell = counts.cell(source);
     const run = async <R>(client: pg.Pool | pg.PoolClient, text: string, params: readonly unknown[] = []) => {
       cell.n++;
-      return (await client.query(text, params as unknown[])).rows as R[];
+      const name = params.length > 0 && text.length >= PREPARE_MIN_LENGTH ? preparedName(text) : undefined;
+      return (await client.query(name ? { name, text, values: params as unknown[] } : { text, values: params as unknown[] })).rows as R[];
     };
     const db: Database = {
       dialect: 'postgres',

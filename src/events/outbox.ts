@@ -13,15 +13,20 @@ export interface OutboxEvent {
   payload: Record<string, unknown> & { status?: string };
 }
 
+/** The stored body of an event: `event`, the payload, and `status` (the catalog's by default). */
+export function outboxBody(event: string, payload: OutboxEvent['payload']): Record<string, unknown> {
+  const status = outboxStatus(event);
+  if (status === undefined) throw new Error(`event ${event} is not in the catalog`);
+  return { event, ...payload, status: payload.status ?? status };
+}
+
 /**
  * Writes an event to the transactional outbox. Call it with the transaction that makes the state
  * change, so the event exists if and only if the change committed. After the commit it wakes this
  * process's webhook dispatcher (`wakeLocal`).
  */
 export async function emitEvent(tx: Sql, e: OutboxEvent): Promise<string> {
-  const status = outboxStatus(e.event);
-  if (status === undefined) throw new Error(`event ${e.event} is not in the catalog`);
-  const body = { event: e.event, ...e.payload, status: e.payload.status ?? status };
+  const body = outboxBody(e.event, e.payload);
   const [row] = await tx.query<{ event_id: string }>(
     `INSERT INTO outbox_events (event, merchant_id, account_id, subject, payload)
      VALUES ($1, $2, $3, $4, $5::jsonb) RETURNING event_id`,

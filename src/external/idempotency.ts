@@ -109,11 +109,45 @@ export class IdempotencyClaim {
       [this.id, this.token, statusCode, body],
     );
     if (rows.length === 0) throw new IdempotencyLostError('the idempotency claim was lost');
-    afterCommit(tx, () => {
-      this.recorded = { statusCode, body };
-      this.settled();
-    });
+    this.recordedIn(tx, statusCode, body);
   }
+
+  /**
+   * For an operation that writes the answer itself, inside a larger statement of its own
+   * transaction (the cash-out's record step): the same UPDATE as `record`, with its outcome
+   * checked by the caller; `recordedIn` must then be called with that transaction.
+   */
+  prepare(statusCode: number, body: string): PreparedAnswer {
+    return {
+      id: this.id,
+      token: this.token,
+      statusCode,
+      body,
+      recordedIn: (tx) => this.recordedIn(tx, statusCode, body),
+      recorded: () => this.markRecorded(statusCode, body),
+    };
+  }
+
+  private recordedIn(tx: Sql, statusCode: number, body: string): void {
+    afterCommit(tx, () => this.markRecorded(statusCode, body));
+  }
+
+  private markRecorded(statusCode: number, body: string): void {
+    this.recorded = { statusCode, body };
+    this.settled();
+  }
+}
+
+/** An answer to record under a claim (id, owner token), written by the caller's own SQL. */
+export interface PreparedAnswer {
+  id: number;
+  token: string;
+  statusCode: number;
+  body: string;
+  /** Call once the caller's statement recorded it, with its transaction… */
+  recordedIn(tx: Sql): void;
+  /** …or, when that statement ran on its own (it committed when it returned), right after it. */
+  recorded(): void;
 }
 
 /**
@@ -127,6 +161,13 @@ export interface IdempotencyBinding {
   bind(tx: Sql, resourceId: string): Promise<void>;
   /** Records the answer (2xx only) inside the operation's last transaction. */
   record(tx: Sql, statusCode: number, payload: unknown): Promise<void>;
+  /**
+   * Optional, for operations that fold the key's SQL into their own statements (the cash-out):
+   * the claim (id, owner token) to bind, or null without a key…
+   */
+  readonly claim?: { id: number; token: string } | null;
+  /** …and the answer to record (null: nothing to record — no key, or not a 2xx). */
+  prepare?(statusCode: number, payload: unknown): PreparedAnswer | null;
 }
 
 function scopeId(scope: IdempotencyScope): string {

@@ -412,6 +412,8 @@ export function keyBinding(req: FastifyRequest): IdempotencyBinding {
       if (claim) await claim.bind(tx, resourceId);
     },
     record: (tx, statusCode, payload) => recordAnswer(req, tx, statusCode, payload),
+    claim: claim ? { id: claim.id, token: claim.token } : null,
+    prepare: (statusCode, payload) => (claim && statusCode >= 200 && statusCode < 300 ? claim.prepare(statusCode, serializeFor(req, payload)) : null),
   };
 }
 

@@ -79,7 +79,8 @@ export interface Balances {
   safe: number;
 }
 
-function toBalances(rows: { book: string; balance: number }[]): Balances {
+/** Balance figures from the rows of an account's books. */
+export function toBalances(rows: readonly { book: string; balance: number }[]): Balances {
   const get = (book: MerchantBook) => rows.find((r) => r.book === book)?.balance ?? 0;
   const available = get('available');
   const blocked = get('blocked');

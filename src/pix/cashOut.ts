@@ -1,12 +1,14 @@
+import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import type { Sql } from '../db/db.js';
-import type { IdempotencyBinding } from '../external/idempotency.js';
-import { lockAccount } from '../ledger/ledger.js';
+import { outboxBody } from '../events/outbox.js';
+import { IdempotencyLostError, type IdempotencyBinding } from '../external/idempotency.js';
+import { lockAccount, toBalances } from '../ledger/ledger.js';
 import { newEndToEndId, newTransactionId, TX_PREFIX } from '../lib/ids.js';
 import { addMoney, centsToBaseUnits } from '../lib/money.js';
 import * as merchants from '../merchants/repository.js';
-import type { PaymentAck, PaymentOrder } from '../rail/rail.js';
-import { insertTransaction, TX_STATUS } from '../transactions/repository.js';
+import type { DirectoryEntry, PaymentAck, PaymentOrder } from '../rail/rail.js';
+import { TX_STATUS } from '../transactions/repository.js';
 import { cashOutError } from './cashOutErrors.js';
 import type { CashOutCommand } from './cashOutCommand.js';
 import { emitFor, payoutBody } from './events.js';
@@ -20,7 +22,9 @@ import type { OwnedTransaction, UsageWindow } from './repository.js';
  * them (never inside a transaction):
  *
  *   1 reserve   lock the account; external_id, limits and safe balance checks; the record (stage 1,
- *               payment_status processing) and the reservation available -> pending
+ *               payment_status processing) and the reservation available -> pending — two
+ *               statements, and shared by the concurrent cash-outs of the account in this process
+ *               (a batch: reserveInBatch)
  *   2 send      rail.sendPayment (idempotent on the end-to-end id)
  *   3 record    the rail's answer: accepted (stage 2, pix.payout.processing, HTTP 200) or queued
  *               (stage 2, pix.payout.queued, HTTP 202), with the idempotency answer; or timeout
@@ -41,7 +45,7 @@ export interface CashOutCaller {
 export type RecordAnswer = (tx: Sql, statusCode: number, body: CashOutResponse) => Promise<void>;
 
 /** The request's Idempotency-Key: bound to the record in step 1, resumed on a retry. */
-export type CashOutKey = Pick<IdempotencyBinding, 'resumes' | 'bind'> & { record: RecordAnswer };
+export type CashOutKey = Pick<IdempotencyBinding, 'resumes' | 'bind' | 'claim' | 'prepare'> & { record: RecordAnswer };
 
 export interface CashOutResponse {
   worked: boolean;
@@ -92,11 +96,10 @@ export function cashOutAnswer(row: OwnedTransaction): CashOutAnswer {
 }
 
 export async function cashOut(ctx: AppContext, caller: CashOutCaller, cmd: CashOutCommand, key: CashOutKey): Promise<CashOutAnswer> {
-  const record = key.record;
   if (key.resumes !== null) {
     // An earlier attempt under this Idempotency-Key created the order: continue it, create none.
     const bound = await repo.findById(ctx.db, key.resumes);
-    if (bound && bound.kind === 'cash_out' && bound.account_id === caller.accountId) return resume(ctx, bound, record);
+    if (bound && bound.kind === 'cash_out' && bound.account_id === caller.accountId) return resume(ctx, bound, key);
   }
   let destination;
   try {
@@ -104,55 +107,210 @@ export async function cashOut(ctx: AppContext, caller: CashOutCaller, cmd: CashO
   } catch (err) {
     // A repeated command answers with its original order even if its key has changed since.
     const existing = cmd.externalId === null ? undefined : await repo.findByExternalId(ctx.db, caller.accountId, cmd.externalId);
-    if (existing) return repeat(ctx, existing, cmd, record);
+    if (existing) return repeat(ctx, existing, cmd, key);
     throw err;
   }
-  const reserved = await ctx.db.transaction(async (tx) => {
-    const balances = await lockAccount(tx, caller.accountId);
-    if (cmd.externalId !== null) {
-      const existing = await repo.findByExternalId(tx, caller.accountId, cmd.externalId);
-      if (existing) return { existing };
+  const reserved = await reserveInBatch(ctx, { caller, cmd, key, destination });
+  if ('existingId' in reserved) {
+    const existing = await repo.findById(ctx.db, reserved.existingId);
+    if (!existing) throw new Error(`transaction ${reserved.existingId} disappeared`);
+    return repeat(ctx, existing, cmd, key);
+  }
+  if ('sameAs' in reserved) return repeat(ctx, reserved.sameAs, cmd, key);
+  return submit(ctx, reserved.row, key);
+}
+
+// ---- step 1 in batches: concurrent cash-outs of one account share one transaction ----
+
+/**
+ * Most cash-outs of one account a batch takes (one transaction, one lock of the account's books).
+ * A batch of 64 writes 64 records and 128 ledger entries in one statement — a few milliseconds —
+ * while keeping the lock short for other processes and the answer of the first request close.
+ */
+export const CASH_OUT_BATCH_MAX = 64;
+
+interface ReserveRequest {
+  caller: CashOutCaller;
+  cmd: CashOutCommand;
+  key: CashOutKey;
+  destination: DirectoryEntry;
+}
+
+type Reserved = { row: OwnedTransaction } | { existingId: string } | { sameAs: OwnedTransaction };
+
+interface Queued extends ReserveRequest {
+  done: (result: Reserved) => void;
+  fail: (err: unknown) => void;
+}
+
+/** Per database (tests run several servers in one process), per account: requests waiting for a batch. */
+const queues = new WeakMap<object, Map<number, Queued[]>>();
+
+/**
+ * Step 1 of a cash-out, coalesced with the concurrent cash-outs of the same account in this
+ * process (group commit, as TigerBeetle batches): the first request becomes the leader and runs a
+ * transaction at once; requests arriving meanwhile queue, and the leader takes them (up to
+ * CASH_OUT_BATCH_MAX, in arrival order) in its next transaction. Each request gets its own result
+ * — its record, its repeat, or its own cash-out error — once the transaction committed. Across
+ * processes the account's row lock still orders the batches.
+ */
+function reserveInBatch(ctx: AppContext, request: ReserveRequest): Promise<Reserved> {
+  return new Promise<Reserved>((done, fail) => {
+    let byAccount = queues.get(ctx.db);
+    if (!byAccount) queues.set(ctx.db, (byAccount = new Map()));
+    const accountId = request.caller.accountId;
+    const queued: Queued = { ...request, done, fail };
+    const queue = byAccount.get(accountId);
+    if (queue) {
+      queue.push(queued); // a leader is running: its next batch takes this one
+      return;
     }
-    const account = await repo.accountWithHolder(tx, caller.accountId);
-    const now = ctx.clock.now();
-    const amount = centsToBaseUnits(cmd.amountCents);
-    const fee = centsToBaseUnits(account.cash_out_fee_cents);
-    const windows = await reserveWithinLimits(tx, account, balances.safe, amount, fee, now);
-    const row = await insertTransaction(tx, {
-      transaction_id: newTransactionId(TX_PREFIX.cashOut, now),
-      account_id: caller.accountId,
-      kind: 'cash_out',
-      type: 'pix',
-      direction: 'outbound',
-      status: TX_STATUS.pending,
-      payment_status: 'processing',
-      stage: 1,
-      end_to_end_id: newEndToEndId('E', ctx.config.institutionIspb, now),
-      external_id: cmd.externalId,
-      amount,
-      fee_amount: fee,
-      description: cmd.description ?? '',
-      counterparty_name: destination.name,
-      recipient_key: cmd.key,
-      recipient_key_type: cmd.keyType,
-      recipient_document: destination.document,
-      recipient_ispb: destination.ispb,
-      request_fingerprint: cmd.fingerprint,
-      metadata: {
-        recipient_bank_name: destination.bankName,
-        txid: cmd.txid,
-        emv: cmd.emv,
-        payer: { name: account.holder_name, document: account.holder_document },
-        limit_windows: windows,
-      },
-      created_at: now,
-    });
-    await reserve(tx, row.account_id, row.transaction_id, addMoney(amount, fee));
-    await key.bind(tx, row.id);
-    return { row: { ...row, merchant_id: caller.merchantId } };
+    const fresh = [queued];
+    byAccount.set(accountId, fresh);
+    void lead(ctx, accountId, fresh, byAccount);
   });
-  if ('existing' in reserved) return repeat(ctx, reserved.existing!, cmd, record);
-  return submit(ctx, reserved.row, record);
+}
+
+async function lead(ctx: AppContext, accountId: number, queue: Queued[], byAccount: Map<number, Queued[]>): Promise<void> {
+  try {
+    while (queue.length > 0) await runBatch(ctx, accountId, queue.splice(0, CASH_OUT_BATCH_MAX));
+  } finally {
+    byAccount.delete(accountId);
+  }
+}
+
+class LostClaims extends Error {
+  constructor(readonly items: ReadonlySet<Queued>) {
+    super('idempotency claims lost in a cash-out batch');
+  }
+}
+
+/** Runs one batch; settles every item (never throws). */
+async function runBatch(ctx: AppContext, accountId: number, batch: Queued[]): Promise<void> {
+  let items = batch;
+  while (items.length > 0) {
+    let outcome: BatchOutcome[];
+    try {
+      outcome = await ctx.db.transaction((tx) => reserveBatch(tx, ctx, accountId, items));
+    } catch (err) {
+      if (err instanceof LostClaims) {
+        // Those requests no longer own their key (a retry took it over): they fail, the others
+        // are run again without them.
+        for (const item of err.items) item.fail(new IdempotencyLostError('the idempotency claim was lost'));
+        items = items.filter((i) => !err.items.has(i));
+        continue;
+      }
+      for (const item of items) item.fail(err);
+      return;
+    }
+    items.forEach((item, i) => {
+      const result = outcome[i]!;
+      if ('error' in result) item.fail(result.error);
+      else item.done(result);
+    });
+    return;
+  }
+}
+
+type BatchOutcome = Reserved | { error: unknown };
+
+/**
+ * The transaction of one batch: one statement locks the account's books and reads what the checks
+ * need; the checks run here, in order, against a running balance and running limit usage; one
+ * statement writes the accepted ones. All checks of an item precede its writes, so a refused item
+ * leaves nothing behind and no savepoint is needed. A repeat of an external_id already taken
+ * (before, or by an earlier item of this batch) is answered as a repeat.
+ */
+async function reserveBatch(tx: Sql, ctx: AppContext, accountId: number, items: readonly Queued[]): Promise<BatchOutcome[]> {
+  const now = ctx.clock.now();
+  const windows = limitWindows(now);
+  const externalIds = [...new Set(items.map((i) => i.cmd.externalId).filter((e): e is string => e !== null))];
+  let state = await repo.lockForCashOut(tx, accountId, windows, externalIds);
+  if (state.stale) state = await repo.lockForCashOut(tx, accountId, windows, externalIds);
+  let safe = toBalances(state.books).safe;
+  const used = new Map<string, number>(Object.entries(state.usage ?? {}));
+  const existing = state.existing ?? {};
+  const limits = {
+    maxAmountCents: state.cash_out_max_amount_cents,
+    dailyLimitCents: state.cash_out_daily_limit_cents,
+    nighttimeLimitCents: state.cash_out_nighttime_limit_cents,
+  };
+  const fee = centsToBaseUnits(state.cash_out_fee_cents);
+  const accepted: { index: number; record: repo.NewCashOut; item: Queued }[] = [];
+  const firstAccepted = new Map<string, number>(); // external_id -> position in `accepted`
+  const outcome: (BatchOutcome | { accepted: number })[] = [];
+  for (const item of items) {
+    const { cmd, destination } = item;
+    if (cmd.externalId !== null) {
+      const id = existing[cmd.externalId];
+      if (id !== undefined) {
+        outcome.push({ existingId: id });
+        continue;
+      }
+      const first = firstAccepted.get(cmd.externalId);
+      if (first !== undefined) {
+        outcome.push({ accepted: -1 - first }); // a repeat of an earlier item of this batch
+        continue;
+      }
+    }
+    try {
+      const amount = centsToBaseUnits(cmd.amountCents);
+      const problem = limitProblem(amount, limits, windows, used);
+      if (problem) throw cashOutError(problem.code, { detail: problem.detail });
+      const debit = addMoney(amount, fee);
+      if (safe < debit) throw cashOutError('insufficient_balance', { detail: `Available balance ${safe} is below amount plus fee ${debit} (base units)` });
+      safe -= debit;
+      for (const w of windows) used.set(w.kind, (used.get(w.kind) ?? 0) + amount);
+      const record: repo.NewCashOut = {
+        id: randomUUID(),
+        transaction_id: newTransactionId(TX_PREFIX.cashOut, now),
+        end_to_end_id: newEndToEndId('E', ctx.config.institutionIspb, now),
+        external_id: cmd.externalId,
+        amount,
+        fee_amount: fee,
+        description: cmd.description ?? '',
+        counterparty_name: destination.name,
+        recipient_key: cmd.key,
+        recipient_key_type: cmd.keyType,
+        recipient_document: destination.document,
+        recipient_ispb: destination.ispb,
+        request_fingerprint: cmd.fingerprint,
+        metadata: {
+          recipient_bank_name: destination.bankName,
+          txid: cmd.txid,
+          emv: cmd.emv,
+          payer: { name: state.holder_name, document: state.holder_document },
+          limit_windows: windows,
+        },
+        created_at: now,
+        claim: item.key.claim ?? null,
+      };
+      if (cmd.externalId !== null) firstAccepted.set(cmd.externalId, accepted.length);
+      outcome.push({ accepted: accepted.length });
+      accepted.push({ index: outcome.length - 1, record, item });
+    } catch (error) {
+      outcome.push({ error });
+    }
+  }
+  let rows: OwnedTransaction[] = [];
+  if (accepted.length > 0) {
+    const written = await repo.insertCashOuts(
+      tx,
+      accountId,
+      items[0]!.caller.merchantId,
+      accepted.map((a) => a.record),
+      windows,
+    );
+    rows = written.rows;
+    const lost = new Set(accepted.filter((a) => a.record.claim !== null && !written.bound.has(a.record.claim.id)).map((a) => a.item));
+    if (lost.size > 0) throw new LostClaims(lost);
+    // A key without its claim in the open (a caller of its own) binds with its own statement.
+    for (const [i, a] of accepted.entries()) if (a.item.key.claim === undefined) await a.item.key.bind(tx, rows[i]!.id);
+  }
+  return outcome.map((o) => {
+    if (!('accepted' in o)) return o;
+    return o.accepted >= 0 ? { row: rows[o.accepted]! } : { sameAs: rows[-1 - o.accepted]! };
+  });
 }
 
 /** The receiver of a key, or the cash-out error that forbids paying it. */
@@ -213,11 +371,11 @@ export async function releaseReservation(tx: Sql, row: OwnedTransaction, kind: s
 }
 
 /** The same external_id again: 409 for another command, else the original order resumed or answered. */
-async function repeat(ctx: AppContext, existing: OwnedTransaction, cmd: CashOutCommand, record: RecordAnswer): Promise<CashOutAnswer> {
+async function repeat(ctx: AppContext, existing: OwnedTransaction, cmd: CashOutCommand, key: CashOutKey): Promise<CashOutAnswer> {
   if (existing.kind !== 'cash_out' || existing.request_fingerprint !== cmd.fingerprint) {
     throw cashOutError('external_id_conflict', { detail: `external_id ${cmd.externalId} belongs to ${existing.transaction_id}, sent with a different payload` });
   }
-  return resume(ctx, existing, record);
+  return resume(ctx, existing, key);
 }
 
 /**
@@ -225,8 +383,8 @@ async function repeat(ctx: AppContext, existing: OwnedTransaction, cmd: CashOutC
  * a failed-but-resumable one (provider_timeout) reserved and sent again, any other answered as it
  * stands.
  */
-async function resume(ctx: AppContext, existing: OwnedTransaction, record: RecordAnswer): Promise<CashOutAnswer> {
-  if (existing.stage === 1) return submit(ctx, existing, record);
+async function resume(ctx: AppContext, existing: OwnedTransaction, key: CashOutKey): Promise<CashOutAnswer> {
+  if (existing.stage === 1) return submit(ctx, existing, key);
   if (existing.metadata.resumable === true) {
     const resumed = await ctx.db.transaction(async (tx) => {
       const balances = await lockAccount(tx, existing.account_id);
@@ -243,7 +401,7 @@ async function resume(ctx: AppContext, existing: OwnedTransaction, record: Recor
         now,
       );
     });
-    if (resumed.stage === 1) return submit(ctx, resumed, record);
+    if (resumed.stage === 1) return submit(ctx, resumed, key);
     return cashOutAnswer(resumed);
   }
   return cashOutAnswer(existing);
@@ -263,7 +421,7 @@ export function paymentOrder(row: OwnedTransaction, institutionIspb: string): Pa
 }
 
 /** Steps 2 and 3 for a stage-1 record. */
-async function submit(ctx: AppContext, row: OwnedTransaction, record: RecordAnswer): Promise<CashOutAnswer> {
+async function submit(ctx: AppContext, row: OwnedTransaction, key: CashOutKey): Promise<CashOutAnswer> {
   let ack: PaymentAck | null = null;
   try {
     ack = await ctx.rail.sendPayment(paymentOrder(row, ctx.config.institutionIspb));
@@ -272,15 +430,45 @@ async function submit(ctx: AppContext, row: OwnedTransaction, record: RecordAnsw
     // recovery worker sends it again (the rail deduplicates on the end-to-end id).
     ctx.log.error({ err, transaction_id: row.transaction_id }, 'rail did not answer a payment order; it will be sent again');
   }
+  if (ack !== null && ack.status !== 'timeout' && key.prepare) {
+    const sent = await recordSent(ctx, row, ack.status === 'queued' ? 'queued' : 'processing', key);
+    if (sent) return sent;
+  }
   const result = await ctx.db.transaction(async (tx) => {
     const current = await applyPaymentAck(tx, ctx, row, ack);
     if (current === 'timeout') return 'timeout' as const;
     const answer = cashOutAnswer(current);
-    await record(tx, answer.statusCode, answer.body);
+    await key.record(tx, answer.statusCode, answer.body);
     return answer;
   });
   if (result === 'timeout') throw cashOutError('provider_timeout', { detail: `The central bank did not take ${row.transaction_id}; nothing was debited. Send the same request again after 5 seconds` });
   return result;
+}
+
+/**
+ * Step 3 when the rail took the order, in one statement on its own (atomic, no BEGIN/COMMIT round
+ * trips): stage 1 -> 2, the event (pix.payout.processing, or pix.payout.queued) and the
+ * Idempotency-Key's answer — the record moves only while the request still owns its key. The
+ * answer is the record as this move leaves it; undefined when nothing moved (a rail notification
+ * or a concurrent repeat moved the record first, or the key was lost): the caller then takes the
+ * transactional path, which answers the record as it stands (or fails on the lost key).
+ */
+async function recordSent(ctx: AppContext, row: OwnedTransaction, paymentStatus: 'processing' | 'queued', key: CashOutKey): Promise<CashOutAnswer | undefined> {
+  const now = ctx.clock.now();
+  const after: OwnedTransaction = { ...row, stage: 2, payment_status: paymentStatus };
+  const answer = cashOutAnswer(after);
+  const prepared = key.prepare!(answer.statusCode, answer.body);
+  const event = paymentStatus === 'queued' ? 'pix.payout.queued' : 'pix.payout.processing';
+  const payload = paymentStatus === 'queued' ? { ...payoutBody(after), queued_at: now.toISOString() } : payoutBody(after);
+  const moved = await repo.markSentWithEvent(ctx.db, row, paymentStatus, now, { event, body: outboxBody(event, payload) }, prepared);
+  if (!moved) return undefined;
+  if (prepared) {
+    // Taken over between the statement's check and its update (the record moved: the new holder
+    // resumes it and answers it).
+    if (!moved.recorded) throw new IdempotencyLostError('the idempotency claim was lost');
+    prepared.recorded();
+  }
+  return answer;
 }
 
 /**

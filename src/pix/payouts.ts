@@ -1,6 +1,7 @@
 import type { AppContext } from '../context.js';
 import type { Sql } from '../db/db.js';
-import { INSTITUTION_BOOK, lockAccount, post, type Posting } from '../ledger/ledger.js';
+import { outboxBody } from '../events/outbox.js';
+import { INSTITUTION_BOOK, post } from '../ledger/ledger.js';
 import { bankName } from '../lib/banks.js';
 import { addMoney } from '../lib/money.js';
 import { newTransactionId, TX_PREFIX } from '../lib/ids.js';
@@ -29,12 +30,12 @@ type Of<K extends RailNotification['kind']> = Extract<RailNotification, { kind: 
 
 /** The cash-out with this end-to-end id, locked (its account first, when money moves). */
 async function lockPayout(tx: Sql, ctx: AppContext, endToEndId: string, withAccount: boolean): Promise<OwnedTransaction | null> {
-  const found = await repo.findByEndToEndId(tx, endToEndId);
+  // With the account: found and the books locked in one statement.
+  const found = withAccount ? await repo.findByEndToEndIdLockingCashOutAccount(tx, endToEndId) : await repo.findByEndToEndId(tx, endToEndId);
   if (!found || found.kind !== 'cash_out') {
     ctx.log.warn({ end_to_end_id: endToEndId }, 'rail notification for an unknown payout ignored');
     return null;
   }
-  if (withAccount) await lockAccount(tx, found.account_id);
   return repo.lockTransaction(tx, found.id);
 }
 
@@ -62,23 +63,32 @@ export async function onPaymentHeld(tx: Sql, ctx: AppContext, n: Of<'payment.hel
   await emitFor(tx, 'pix.payout.held', held, { ...payoutBody(held), held_at: now.toISOString() });
 }
 
+/**
+ * The settlement takes the account's books last (the `pending` row, through the ledger's running
+ * balance in its last statement) instead of first: it only gives back what its own reservation
+ * put in `pending`, reads no balance, and the record's lock (taken first) makes it happen once —
+ * so the account lock, which every cash-out of a hot account needs, is held for one statement and
+ * the COMMIT instead of the whole transaction. No deadlock with the books-then-record order of the
+ * other paths: those touch a cash-out's record only while it is at stage 1 or failed, never while
+ * the rail settles it (and a deadlock would be retried).
+ */
 export async function onPaymentSettled(tx: Sql, ctx: AppContext, n: Of<'payment.settled'>): Promise<void> {
-  const row = await lockPayout(tx, ctx, n.endToEndId, true);
-  if (!row || row.stage === 3) return;
+  const row = await repo.lockByEndToEndId(tx, n.endToEndId);
+  if (!row || row.kind !== 'cash_out') {
+    ctx.log.warn({ end_to_end_id: n.endToEndId }, 'rail notification for an unknown payout ignored');
+    return;
+  }
+  if (row.stage === 3) return;
   await announceAcceptance(tx, row);
-  const postings: Posting[] = [
-    { book: { accountId: row.account_id, book: 'pending' }, amount: -addMoney(row.amount, row.fee_amount) },
-    { book: INSTITUTION_BOOK.centralBank, amount: row.amount },
-  ];
-  if (row.fee_amount > 0) postings.push({ book: INSTITUTION_BOOK.fees, amount: row.fee_amount });
-  await post(tx, { kind: 'cash_out_settle', reference: row.transaction_id, postings });
-  const settled = await repo.updateState(
-    tx,
-    row.id,
-    { status: TX_STATUS.completed, payment_status: 'settled', stage: 3, completed_at: n.settledAt },
-    ctx.clock.now(),
-  );
-  await emitFor(tx, 'pix.payout.confirmed', settled, { ...payoutBody(settled), settled_at: n.settledAt.toISOString() });
+  addMoney(row.amount, row.fee_amount); // in range (it was reserved)
+  // The ledger transaction (pending -> central bank + fees), the record settled and
+  // pix.payout.confirmed in one statement; the event's body only carries fields the settlement
+  // does not change.
+  const event = 'pix.payout.confirmed';
+  await repo.settleCashOut(tx, row, n.settledAt, ctx.clock.now(), {
+    event,
+    body: outboxBody(event, { ...payoutBody(row), settled_at: n.settledAt.toISOString() }),
+  });
 }
 
 export async function onPaymentRejected(tx: Sql, ctx: AppContext, n: Of<'payment.rejected'>): Promise<void> {

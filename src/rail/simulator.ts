@@ -2,11 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { BackgroundWorker } from '../context.js';
 import type { Database, Sql } from '../db/db.js';
-import { UNIQUE_VIOLATION, sqlState } from '../db/db.js';
+import { afterCommit, UNIQUE_VIOLATION, sqlState } from '../db/db.js';
 import { bankName } from '../lib/banks.js';
 import type { Clock } from '../lib/clock.js';
 import { BASE_UNITS_PER_CENT } from '../lib/money.js';
-import { periodicWorker } from '../lib/periodic.js';
 import {
   KeyAlreadyRegisteredError,
   type DirectoryEntry,
@@ -38,7 +37,10 @@ export interface SimulatorOptions {
   protectionMs: number;
   /** SIM_SEED. */
   seed: number;
-  /** How often the engine looks for due work and undelivered notifications. */
+  /**
+   * The engine's safety-net poll (at least 1 s): it wakes when work this process queued is due;
+   * the poll only finds work of other (dead) processes and leases that ran out.
+   */
   pollMs?: number;
 }
 
@@ -46,6 +48,8 @@ const DELIVERY_LEASE_MS = 30_000;
 const DELIVERY_BATCH = 50;
 const DUE_BATCH = 200;
 const FLUSH_TIMEOUT_MS = 10_000;
+const SAFETY_POLL_MS = 1000;
+const WAKE_STEP_MS = 20;
 
 export type SandboxOutcome<T = void> = { ok: true; value: T } | { ok: false; reason: 'not_found' | 'conflict' | 'unprocessable'; detail: string };
 
@@ -85,7 +89,69 @@ export class SimulatedRail implements Rail {
   }
 
   workers(): BackgroundWorker[] {
-    return [periodicWorker('rail-simulator', this.options.pollMs ?? 50, this.options.log, () => this.tick())];
+    return [this.engineWorker()];
+  }
+
+  /** Wake-ups asked for (real-time ms): work this process queued, deliveries it deferred. */
+  private readonly wakes: number[] = [];
+  private wakeEngine: (at: number) => void = () => {};
+
+  /**
+   * The engine's loop: runs `tick` when work this process queued is due — a payment or return it
+   * took, a protection wait it ended, a delivery it deferred after a failure (`wakeEngine`, no
+   * statement: the rail runs in the process that sends the order) — and otherwise only every
+   * SAFETY_POLL_MS as a safety net (work of a process that died, notifications whose lease ran
+   * out), so that idle it costs a statement or two per second. No NOTIFY: every notifying commit
+   * of the cluster waits for one global lock, which would serialize the money path.
+   */
+  private engineWorker(): BackgroundWorker {
+    const { log } = this.options;
+    const safetyMs = Math.max(SAFETY_POLL_MS, this.options.pollMs ?? SAFETY_POLL_MS);
+    let stopped = true;
+    let timer: NodeJS.Timeout | undefined;
+    let timerAt = Infinity;
+    let running: Promise<void> | undefined;
+    const arm = () => {
+      if (stopped || running) return;
+      const at = Math.min(Date.now() + safetyMs, ...this.wakes);
+      if (timer && timerAt <= at) return;
+      if (timer) clearTimeout(timer);
+      timerAt = at;
+      timer = setTimeout(run, Math.max(0, at - Date.now()));
+    };
+    const run = () => {
+      timer = undefined;
+      timerAt = Infinity;
+      const now = Date.now();
+      for (let i = this.wakes.length - 1; i >= 0; i--) if (this.wakes[i]! <= now) this.wakes.splice(i, 1);
+      running = this.tick()
+        .catch((err: unknown) => log.error({ err, worker: 'rail-simulator' }, 'background worker tick failed'))
+        .finally(() => {
+          running = undefined;
+          arm();
+        });
+    };
+    this.wakeEngine = (when) => {
+      // Wake-ups in steps of WAKE_STEP_MS: a busy rail runs one tick per step for all the work
+      // due in it.
+      const at = Math.ceil(when / WAKE_STEP_MS) * WAKE_STEP_MS;
+      if (!this.wakes.includes(at)) this.wakes.push(at);
+      if (this.wakes.length > 1000) this.wakes.splice(0, this.wakes.length - 1000);
+      arm();
+    };
+    return {
+      name: 'rail-simulator',
+      start: () => {
+        if (!stopped) return;
+        stopped = false;
+        this.wakeEngine(Date.now());
+      },
+      stop: async () => {
+        stopped = true;
+        if (timer) clearTimeout(timer);
+        await running;
+      },
+    };
   }
 
   // ---- directory (DICT) ----
@@ -125,7 +191,7 @@ export class SimulatedRail implements Rail {
   // ---- settlement (SPI) ----
 
   async sendPayment(order: PaymentOrder): Promise<PaymentAck> {
-    return this.answerAfterStall(await this.takePayment(order));
+    return this.takePaymentAndAnswer(order);
   }
 
   async sendReturn(order: ReturnOrder): Promise<ReturnAck> {
@@ -153,23 +219,15 @@ export class SimulatedRail implements Rail {
     return store.writeStall(this.options.db, stall, this.options.clock.now());
   }
 
-  private async takePayment(order: PaymentOrder): Promise<PaymentAck> {
+  /**
+   * One statement (store.takeOutboundPayment): the directory entry, the payment inserted (or the
+   * one already taken under this end-to-end id), the stall switch; then the answer after the stall.
+   */
+  private async takePaymentAndAnswer(order: PaymentOrder): Promise<PaymentAck> {
     const { db, clock, institutionIspb } = this.options;
-    const entry = await store.findDictEntry(db, order.receiverKey);
-    if (entry?.behavior === 'timeout') {
-      // The rail does not take new orders for this key; one it already has is acknowledged again.
-      const existing = await store.findPayment(db, order.endToEndId);
-      if (!existing) return { status: 'timeout' };
-      return existing.status === 'protection' ? { status: 'queued' } : { status: 'accepted' };
-    }
-
     const now = clock.now();
-    const refusal = !entry ? REJECTION.keyNotFound : entry.ispb === institutionIspb ? REJECTION.sameInstitution : null;
-    const protection = entry?.fraud_flagged === true && refusal === null;
-    const { row } = await store.insertPayment(db, {
+    const taken = await store.takeOutboundPayment(db, {
       end_to_end_id: order.endToEndId,
-      kind: 'payment',
-      direction: 'outbound',
       transaction_id: order.transactionId,
       amount: order.amount,
       payer_name: order.payer.name,
@@ -177,18 +235,22 @@ export class SimulatedRail implements Rail {
       payer_ispb: order.payer.ispb,
       payer_account_id: order.payer.accountId,
       receiver_key: order.receiverKey,
-      receiver_name: entry?.name ?? null,
-      receiver_document: entry?.document ?? null,
-      receiver_ispb: entry?.ispb ?? '00000000',
-      behavior: refusal ? 'reject' : (entry!.behavior as 'settle' | 'reject' | 'hold'),
-      reason_code: refusal?.code ?? null,
-      status: protection ? 'protection' : 'in_flight',
       description: order.description,
       txid: order.txid,
-      due_at: new Date(now.getTime() + (protection ? this.options.protectionMs : this.options.settlementMs)),
       created_at: now,
+      protectionDue: new Date(now.getTime() + this.options.protectionMs),
+      settlementDue: new Date(now.getTime() + this.options.settlementMs),
+      institutionIspb,
+      refusals: { keyNotFound: REJECTION.keyNotFound.code, sameInstitution: REJECTION.sameInstitution.code },
     });
-    return row.status === 'protection' ? { status: 'queued' } : { status: 'accepted' };
+    // This process's engine settles it when due (a crash: another process's safety-net poll).
+    if (taken.inserted) this.wakeEngine(Date.now() + (taken.status === 'protection' ? this.options.protectionMs : this.options.settlementMs));
+    // A key with behaviour `timeout`: the rail does not take new orders for it; one it already has
+    // is acknowledged again.
+    const ack: PaymentAck = taken.status === null ? { status: 'timeout' } : taken.status === 'protection' ? { status: 'queued' } : { status: 'accepted' };
+    if (taken.stall.drop) return new Promise<PaymentAck>(() => {});
+    if (taken.stall.delay_ms > 0) await new Promise((r) => setTimeout(r, taken.stall.delay_ms).unref());
+    return ack;
   }
 
   private async takeReturn(order: ReturnOrder): Promise<ReturnAck> {
@@ -235,6 +297,7 @@ export class SimulatedRail implements Rail {
         resolved_at: settleNow ? now : null,
       });
       if (inserted && problem === null) await store.addReturned(tx, order.originalEndToEndId, order.amount);
+      if (inserted && row.due_at !== null) afterCommit(tx, () => this.wakeEngine(Date.now() + this.options.settlementMs));
       return row.status === 'settled' ? { status: 'settled', settledAt: row.resolved_at! } : { status: 'accepted' };
     });
   }
@@ -472,14 +535,24 @@ export class SimulatedRail implements Rail {
 
   /** One pass of the engine: advances due payments, then delivers notifications, until idle. */
   async tick(): Promise<void> {
+    let advance = true;
     for (let round = 0; round < 20; round++) {
-      const advanced = await this.advanceDue();
+      const advanced: number = advance ? await this.advanceDue() : 0;
       const delivered = await this.deliver();
       if (advanced === 0 && delivered === 0) return;
+      // Work that falls due later comes with its own wake-up; only a full batch means more is due.
+      advance = advanced >= DUE_BATCH;
     }
   }
 
+  /** Due work: settlements in one statement (the common case), anything else in a transaction. */
   private async advanceDue(): Promise<number> {
+    const fast = await store.settleDuePayments(this.options.db, this.options.clock.now(), DUE_BATCH);
+    if (fast.others === 0) return fast.settled;
+    return fast.settled + (await this.advanceDueInTransaction());
+  }
+
+  private async advanceDueInTransaction(): Promise<number> {
     return this.options.db.transaction(async (tx) => {
       const now = this.options.clock.now();
       const rows = await store.claimDuePayments(tx, now, DUE_BATCH);
@@ -491,6 +564,7 @@ export class SimulatedRail implements Rail {
   private async advance(tx: Sql, row: store.SimPaymentRow, now: Date): Promise<void> {
     if (row.status === 'protection') {
       await store.updatePayment(tx, row.end_to_end_id, { status: 'in_flight', due_at: new Date(now.getTime() + this.options.settlementMs) });
+      this.wakeEngine(Date.now() + this.options.settlementMs);
       await this.notify(tx, now, row.end_to_end_id, { kind: 'payment.accepted', endToEndId: row.end_to_end_id });
       return;
     }
@@ -556,18 +630,23 @@ export class SimulatedRail implements Rail {
     const { db, clock, log } = this.options;
     const now = clock.now();
     const rows = await store.claimNotifications(db, now, new Date(now.getTime() + DELIVERY_LEASE_MS), DELIVERY_BATCH);
+    const delivered: number[] = [];
     await Promise.all(
       rows.map(async (row) => {
         try {
           await handler(toNotification(row));
-          await store.deleteNotification(db, row.id);
+          delivered.push(row.id);
         } catch (err) {
           const backoff = Math.min(30_000, 100 * 2 ** Math.min(row.attempts, 9));
           log.warn({ err, notification: row.notification_id, attempts: row.attempts }, 'rail notification handler failed; will retry');
           await store.deferNotification(db, row.id, new Date(clock.now().getTime() + backoff), (err as Error).message ?? String(err));
+          this.wakeEngine(Date.now() + backoff);
         }
       }),
     );
+    // Applied notifications are deleted together (a crash before this redelivers them: the
+    // service's inbox makes that a no-op).
+    await store.deleteNotifications(db, delivered);
     return rows.length;
   }
 

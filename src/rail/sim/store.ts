@@ -206,3 +206,96 @@ export async function writeStall(sql: Sql, stall: RailStall, now: Date): Promise
   );
   return row!;
 }
+
+
+/**
+ * A payment order taken by the rail, in one statement: the receiver's directory entry decides
+ * (no entry: rejected with `refusals.keyNotFound`; a key of the paying institution: rejected with
+ * `refusals.sameInstitution`; `fraud_flagged`: queued by protection until `protectionDue`, else in
+ * flight until `settlementDue`); a key with behaviour `timeout` takes no new order. The payment is
+ * inserted unless its end-to-end id exists (the rail deduplicates); the stall switch is read too.
+ * `inserted`: this statement took the payment (the caller wakes its engine for when it is due).
+ * `status` is the payment's status after this (inserted or existing), null when there is none.
+ */
+export async function takeOutboundPayment(
+  sql: Sql,
+  p: {
+    end_to_end_id: string;
+    transaction_id: string;
+    amount: number;
+    payer_name: string;
+    payer_document: string;
+    payer_ispb: string;
+    payer_account_id: number;
+    receiver_key: string;
+    description: string | null;
+    txid: string | null;
+    created_at: Date;
+    protectionDue: Date;
+    settlementDue: Date;
+    institutionIspb: string;
+    refusals: { keyNotFound: string; sameInstitution: string };
+  },
+): Promise<{ behavior: SimBehavior | null; status: SimStatus | null; inserted: boolean; stall: RailStall }> {
+  const [row] = await sql.query<{ behavior: SimBehavior | null; inserted: SimStatus | null; existing: SimStatus | null; delay_ms: number | null; drop: boolean | null }>(
+    `WITH d AS (
+       SELECT o.*, CASE WHEN e.key IS NULL THEN $13 WHEN e.ispb = $12 THEN $14 END AS refusal, e.key AS found_key, e.name, e.document,
+              e.ispb, e.behavior, e.fraud_flagged
+         FROM (SELECT 1) o LEFT JOIN sim_dict_entries e ON e.key = $8),
+     ins AS (
+       INSERT INTO sim_payments (end_to_end_id, kind, direction, transaction_id, amount, payer_name, payer_document, payer_ispb,
+         payer_account_id, receiver_key, receiver_name, receiver_document, receiver_ispb, behavior, reason_code, status,
+         description, txid, due_at, created_at)
+       SELECT $1, 'payment', 'outbound', $2, $3, $4, $5, $6, $7, $8, d.name, d.document, COALESCE(d.ispb, '00000000'),
+              CASE WHEN d.refusal IS NOT NULL THEN 'reject' ELSE d.behavior END, d.refusal,
+              CASE WHEN d.fraud_flagged AND d.refusal IS NULL THEN 'protection' ELSE 'in_flight' END,
+              $9, $10, CASE WHEN d.fraud_flagged AND d.refusal IS NULL THEN $15::timestamptz ELSE $16::timestamptz END, $11
+         FROM d WHERE d.behavior IS DISTINCT FROM 'timeout'
+       ON CONFLICT (end_to_end_id) DO NOTHING RETURNING status, due_at)
+     SELECT (SELECT behavior FROM d) AS behavior, (SELECT status FROM ins) AS inserted,
+            (SELECT status FROM sim_payments WHERE end_to_end_id = $1) AS existing,
+            s.delay_ms, s.drop_answer AS drop
+       FROM (SELECT 1) o LEFT JOIN sim_rail_stall s ON s.id = 1`,
+    [
+      p.end_to_end_id, p.transaction_id, p.amount, p.payer_name, p.payer_document, p.payer_ispb, p.payer_account_id, p.receiver_key,
+      p.description, p.txid, p.created_at, p.institutionIspb, p.refusals.keyNotFound, p.refusals.sameInstitution, p.protectionDue, p.settlementDue,
+    ],
+  );
+  let status = row!.inserted ?? row!.existing;
+  // Inserted concurrently by another statement that committed after this one's snapshot.
+  if (status === null && row!.behavior !== 'timeout') status = (await findPayment(sql, p.end_to_end_id))?.status ?? null;
+  return { behavior: row!.behavior, status, inserted: row!.inserted !== null, stall: { delay_ms: row!.delay_ms ?? 0, drop: row!.drop ?? false } };
+}
+
+/**
+ * The common case of the engine in one statement: due outbound payments to a `settle` key, in
+ * flight, are settled and their `payment.settled` notifications queued. Other due work (protection
+ * waits ending, rejections, holds, returns) is left for `claimDuePayments`; `others` says whether
+ * there is any among the rows looked at.
+ */
+export async function settleDuePayments(sql: Sql, now: Date, limit: number): Promise<{ settled: number; others: number }> {
+  const [row] = await sql.query<{ settled: number; others: number }>(
+    `WITH due AS (
+       SELECT end_to_end_id, kind, status, behavior FROM sim_payments
+        WHERE status IN ('protection', 'in_flight') AND due_at <= $1
+        ORDER BY due_at, end_to_end_id LIMIT $2 FOR UPDATE SKIP LOCKED),
+     settled AS (
+       UPDATE sim_payments p SET status = 'settled', due_at = NULL, resolved_at = $1
+         FROM due WHERE p.end_to_end_id = due.end_to_end_id AND due.kind = 'payment' AND due.status = 'in_flight' AND due.behavior = 'settle'
+       RETURNING p.end_to_end_id),
+     queued AS (
+       INSERT INTO sim_notifications (notification_id, subject, kind, payload, created_at)
+       SELECT 'payment.settled:' || end_to_end_id, end_to_end_id, 'payment.settled',
+              jsonb_build_object('kind', 'payment.settled', 'endToEndId', end_to_end_id, 'settledAt', $3::text), $1
+         FROM settled ORDER BY end_to_end_id
+       ON CONFLICT (notification_id) DO NOTHING RETURNING 1)
+     SELECT (SELECT count(*) FROM settled)::int AS settled, (SELECT count(*) FROM due)::int - (SELECT count(*) FROM settled)::int AS others,
+            (SELECT count(*) FROM queued)::int AS queued`,
+    [now, limit, now.toISOString()],
+  );
+  return row!;
+}
+
+export async function deleteNotifications(sql: Sql, ids: readonly number[]): Promise<void> {
+  if (ids.length > 0) await sql.query('DELETE FROM sim_notifications WHERE id = ANY($1::bigint[])', [ids]);
+}

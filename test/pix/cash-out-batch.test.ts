@@ -1,0 +1,283 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Database } from '../../src/db/db.js';
+import { openPostgres } from '../../src/db/postgres.js';
+import { IdempotencyLostError, requestHash } from '../../src/external/idempotency.js';
+import { HttpError } from '../../src/http/errors.js';
+import { CASH_OUT_BATCH_MAX, cashOut, type CashOutAnswer, type CashOutKey } from '../../src/pix/cashOut.js';
+import { parseCashOut } from '../../src/pix/cashOutCommand.js';
+import { BACKENDS } from '../helpers/db.js';
+import { merchantWithKey, type MerchantFixture } from '../helpers/client.js';
+import { balances, expectLedgerConsistent, foreignKey, SIM_FAST, txRow, waitFor } from '../helpers/pix.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { recordStatements } from '../helpers/statements.js';
+
+/**
+ * Issue 12: concurrent cash-outs of one account are coalesced into one transaction per batch
+ * (src/pix/cashOut.ts, reserveInBatch). Each request still gets its own answer or its own error,
+ * the account is never overdrawn, a limit refusal or a repeat inside a batch touches no other item.
+ */
+const NO_KEY: CashOutKey = { resumes: null, bind: async () => {}, record: async () => {}, claim: null, prepare: () => null };
+
+type Outcome = { ok: true; answer: CashOutAnswer } | { ok: false; status: number; code: string };
+
+const LOCKS = /^WITH locked AS MATERIALIZED/;
+
+describe.each(BACKENDS)('cash-outs of one account in batches on %s', (backend) => {
+  let s: TestServer;
+  let receiver: string;
+  beforeAll(async () => {
+    s = await startTestServer({ backend, env: SIM_FAST });
+    receiver = await foreignKey(s);
+  });
+  afterAll(async () => {
+    await expectLedgerConsistent(s.ctx.db);
+    await s?.close();
+  });
+
+  /** Cash-outs started together (in this order) on the account, straight through src/pix/cashOut.ts. */
+  async function together(m: MerchantFixture, bodies: Record<string, unknown>[]): Promise<Outcome[]> {
+    return Promise.all(
+      bodies.map((body) =>
+        cashOut(s.ctx, { merchantId: m.merchantId, accountId: m.accountId }, parseCashOut({ pix_key: receiver, ...body }), NO_KEY).then(
+          (answer): Outcome => ({ ok: true, answer }),
+          (err: unknown): Outcome => {
+            if (!(err instanceof HttpError)) throw err;
+            return { ok: false, status: err.statusCode, code: (err.body as { code: string }).code };
+          },
+        ),
+      ),
+    );
+  }
+
+  const cashOuts = (m: MerchantFixture) =>
+    s.ctx.db.query<{ transaction_id: string; amount: number; external_id: string | null }>(
+      `SELECT transaction_id, amount, external_id FROM transactions WHERE account_id = $1 AND kind = 'cash_out' ORDER BY created_at, transaction_id`,
+      [m.accountId],
+    );
+
+  it('N concurrent cash-outs with a balance for K: exactly K accepted and debited, the others insufficient_balance, in fewer transactions than requests', async () => {
+    const n = 40;
+    const k = 15;
+    const m = await merchantWithKey(s, { depositCents: k * 1000 + 999 });
+    const counter = recordStatements(s.ctx.db);
+    let outcomes: Outcome[];
+    try {
+      outcomes = await together(m, Array.from({ length: n }, () => ({ amount: 1000 })));
+    } finally {
+      counter.stop();
+    }
+    const locks = counter.log.filter((st) => LOCKS.test(st.text)).length;
+    console.log(`${n} concurrent cash-outs of one account on ${backend}: ${locks} reserve transactions`);
+    expect(locks).toBeLessThanOrEqual(n / 2);
+    const accepted = outcomes.filter((o) => o.ok);
+    expect(accepted).toHaveLength(k);
+    expect(outcomes.filter((o) => !o.ok)).toEqual(Array.from({ length: n - k }, () => ({ ok: false, status: 400, code: 'insufficient_balance' })));
+    // Arrival order decides (on PGlite, which answers the directory look-ups in order, that is the call order).
+    if (backend === 'pglite') expect(outcomes.slice(0, k).every((o) => o.ok)).toBe(true);
+    expect(new Set(accepted.map((o) => o.ok && o.answer.body.transaction_id)).size).toBe(k);
+    expect(await cashOuts(m)).toHaveLength(k);
+    for (const o of accepted) if (o.ok) await waitFor(() => txRow(s.ctx.db, o.answer.body.transaction_id), (r) => r.stage === 3);
+    expect(await balances(s.ctx.db, m.accountId)).toEqual({ available: 999 * 100, blocked: 0, pending: 0 });
+    const [reserves] = await s.ctx.db.query<{ n: number }>(
+      `SELECT count(*)::bigint AS n FROM ledger_transactions lt JOIN transactions t ON t.transaction_id = lt.reference
+        WHERE t.account_id = $1 AND lt.kind = 'cash_out_reserve'`,
+      [m.accountId],
+    );
+    expect(reserves!.n).toBe(k);
+    await expectLedgerConsistent(s.ctx.db);
+  });
+
+  it('external_id repeats inside one batch: the same order answers as the first, another payload is a conflict, nothing is written twice', async () => {
+    const m = await merchantWithKey(s, { depositCents: 100_000 });
+    const [a, b] = [`a-${randomUUID()}`, `b-${randomUUID()}`];
+    const outcomes = await together(m, [
+      { amount: 1000, external_id: a },
+      { amount: 1000, external_id: a },
+      { amount: 2000, external_id: b },
+      { amount: 3000, external_id: a },
+      { amount: 1000, external_id: a },
+      { amount: 500 },
+    ]);
+    const [, , other, , , plain] = outcomes;
+    // The four with external_id a: whichever arrived first is the order (on PGlite the first one;
+    // on PostgreSQL the directory look-ups answer in any order); the others with its payload are
+    // that order again, the one with another payload a conflict.
+    const withA = ([[0, 1000], [1, 1000], [3, 3000], [4, 1000]] as const).map(([i, amount]) => ({ amount, outcome: outcomes[i]! }));
+    const winner = withA.find((x) => x.outcome.ok)!;
+    const firstId = winner.outcome.ok && winner.outcome.answer.body.transaction_id;
+    for (const x of withA) {
+      if (x.amount === winner.amount) expect(x.outcome).toMatchObject({ ok: true, answer: { body: { transaction_id: firstId, external_id: a } } });
+      else expect(x.outcome).toEqual({ ok: false, status: 409, code: 'external_id_conflict' });
+    }
+    if (backend === 'pglite') expect(winner.amount).toBe(1000);
+    const aAmount = winner.amount * 100;
+    expect(other).toMatchObject({ ok: true, answer: { body: { external_id: b, amount: 200_000 } } });
+    expect(plain).toMatchObject({ ok: true, answer: { body: { external_id: null, amount: 50_000 } } });
+    const rows = await cashOuts(m);
+    expect(rows.map((r) => [r.external_id, r.amount]).sort()).toEqual([[a, aAmount], [b, 200_000], [null, 50_000]].sort());
+    for (const r of rows) await waitFor(() => txRow(s.ctx.db, r.transaction_id), (x) => x.stage === 3);
+    expect((await balances(s.ctx.db, m.accountId)).available).toBe(10_000_000 - aAmount - 250_000);
+    // A repeat after the batch answers from the record.
+    const [later] = await together(m, [{ amount: winner.amount, external_id: a }]);
+    expect(later).toMatchObject({ ok: true, answer: { body: { transaction_id: firstId } } });
+  });
+
+  it('a limit refusal in a batch does not affect the others: per operation and daily limits checked against the running usage', async () => {
+    const m = await merchantWithKey(s, { depositCents: 100_000 });
+    expect((await s.admin('PATCH', `/accounts/${m.accountId}`, { cash_out_max_amount_cents: 5000, cash_out_daily_limit_cents: 2500, cash_out_nighttime_limit_cents: 2500 })).status).toBe(200);
+    const outcomes = await together(m, [{ amount: 1000 }, { amount: 6000 }, { amount: 1000 }, { amount: 1000 }, { amount: 500 }]);
+    const codes = outcomes.map((o) => (o.ok ? o.answer.statusCode : o.code));
+    // Whatever the arrival order: 6000 breaks the per-operation limit; of 1000, 1000, 1000 and 500
+    // against a daily 2500, the 500 and two of the 1000 fit and one 1000 is refused.
+    expect(codes[1]).toBe('amount_limit_exceeded');
+    expect(codes[4]).toBe(200);
+    expect([codes[0], codes[2], codes[3]].filter((c) => c === 200)).toHaveLength(2);
+    expect([codes[0], codes[2], codes[3]].filter((c) => c !== 200)).toEqual([expect.stringMatching(/^(daily|nighttime)_limit_exceeded$/)]);
+    const rows = await cashOuts(m);
+    expect(rows.map((r) => r.amount).sort()).toEqual([100_000, 100_000, 50_000].sort());
+    for (const r of rows) await waitFor(() => txRow(s.ctx.db, r.transaction_id), (x) => x.stage === 3);
+    expect((await balances(s.ctx.db, m.accountId)).available).toBe(10_000_000 - 250_000);
+    const usage = await s.ctx.db.query<{ window_kind: string; amount: number }>('SELECT window_kind, amount FROM cash_out_usage WHERE account_id = $1', [m.accountId]);
+    expect(usage.find((u) => u.window_kind === 'day')?.amount).toBe(250_000);
+  });
+
+  it('a request whose Idempotency-Key was taken over fails alone; the others of its batch are written once', async () => {
+    const m = await merchantWithKey(s, { depositCents: 100_000 });
+    const keys = await Promise.all(
+      [0, 1, 2].map(async () => {
+        const claimed = await s.ctx.idempotency.claim({ merchantId: m.merchantId, method: 'POST', path: '/pix/cash-out', key: randomUUID() }, requestHash(randomUUID()));
+        if (claimed.kind !== 'claimed') throw new Error('no claim');
+        const claim = claimed.claim;
+        const key: CashOutKey = {
+          resumes: null,
+          bind: (tx, id) => claim.bind(tx, id),
+          record: (tx, statusCode, body) => claim.record(tx, statusCode, JSON.stringify(body)),
+          claim: { id: claim.id, token: claim.token },
+          prepare: (statusCode, body) => claim.prepare(statusCode, JSON.stringify(body)),
+        };
+        return { claim, key };
+      }),
+    );
+    // The second request's key is taken over by another holder (its lease ran out).
+    await s.ctx.db.query('UPDATE idempotency_keys SET owner_token = $2 WHERE id = $1', [keys[1]!.claim.id, randomUUID()]);
+    const outcomes = await Promise.all(
+      keys.map(({ key }, i) =>
+        cashOut(s.ctx, { merchantId: m.merchantId, accountId: m.accountId }, parseCashOut({ amount: 1000 + i, pix_key: receiver }), key).then(
+          (answer) => ({ ok: true as const, answer }),
+          (err: unknown) => ({ ok: false as const, err }),
+        ),
+      ),
+    );
+    expect(outcomes[0]!.ok).toBe(true);
+    expect(outcomes[2]!.ok).toBe(true);
+    expect(outcomes[1]!.ok === false && (outcomes[1] as { err: Error }).err).toBeInstanceOf(IdempotencyLostError);
+    expect((await cashOuts(m)).map((r) => r.amount).sort()).toEqual([100_000, 100_200]);
+    const bound = await s.ctx.db.query<{ id: number; resource_id: string | null; status: string }>(
+      'SELECT id, resource_id, status FROM idempotency_keys WHERE id = ANY($1::bigint[]) ORDER BY id',
+      [keys.map((k) => k.claim.id)],
+    );
+    const byId = new Map(bound.map((b) => [Number(b.id), b]));
+    expect(keys.map((k) => byId.get(k.claim.id)!).map((b) => [b.resource_id !== null, b.status])).toEqual([
+      [true, 'completed'],
+      [false, 'in_progress'],
+      [true, 'completed'],
+    ]);
+    await waitFor(() => balances(s.ctx.db, m.accountId), (x) => x.pending === 0);
+    expect((await balances(s.ctx.db, m.accountId)).available).toBe(10_000_000 - 200_200);
+  });
+
+  it('a batch is all or nothing: a failure while writing it fails every request in it and leaves nothing behind', async () => {
+    const m = await merchantWithKey(s, { depositCents: 100_000 });
+    const failing: CashOutKey = {
+      ...NO_KEY,
+      claim: undefined,
+      bind: async () => {
+        throw new Error('injected failure inside the batch transaction');
+      },
+    };
+    const outcomes = await Promise.all(
+      [NO_KEY, NO_KEY, failing, NO_KEY, NO_KEY].map((key, i) =>
+        cashOut(s.ctx, { merchantId: m.merchantId, accountId: m.accountId }, parseCashOut({ amount: 1000 + i, pix_key: receiver }), key).then(
+          (answer) => ({ ok: true as const, amount: answer.body.amount }),
+          (err: Error) => ({ ok: false as const, message: err.message }),
+        ),
+      ),
+    );
+    expect(outcomes[2]).toEqual({ ok: false, message: 'injected failure inside the batch transaction' });
+    const failed = outcomes.filter((o) => !o.ok);
+    expect(failed.every((o) => !o.ok && o.message === 'injected failure inside the batch transaction')).toBe(true);
+    const written = outcomes.filter((o) => o.ok).map((o) => (o.ok ? o.amount : 0));
+    expect((await cashOuts(m)).map((r) => r.amount).sort()).toEqual(written.sort());
+    await waitFor(() => balances(s.ctx.db, m.accountId), (x) => x.pending === 0);
+    expect((await balances(s.ctx.db, m.accountId)).available).toBe(10_000_000 - written.reduce((a, b) => a + b, 0));
+    const [usage] = await s.ctx.db.query<{ amount: number }>(`SELECT amount FROM cash_out_usage WHERE account_id = $1 AND window_kind = 'day'`, [m.accountId]);
+    expect(usage?.amount ?? 0).toBe(written.reduce((a, b) => a + b, 0));
+    await expectLedgerConsistent(s.ctx.db);
+  });
+
+  it(`a batch takes at most ${CASH_OUT_BATCH_MAX} cash-outs`, async () => {
+    const n = CASH_OUT_BATCH_MAX * 2 + 10;
+    const m = await merchantWithKey(s, { depositCents: n * 100 });
+    const counter = recordStatements(s.ctx.db);
+    let outcomes: Outcome[];
+    try {
+      outcomes = await together(m, Array.from({ length: n }, () => ({ amount: 100 })));
+    } finally {
+      counter.stop();
+    }
+    expect(outcomes.every((o) => o.ok)).toBe(true);
+    const writes = counter.log.filter((st) => st.text.startsWith('WITH items AS MATERIALIZED'));
+    expect(writes.length).toBeGreaterThanOrEqual(3);
+    expect(await cashOuts(m)).toHaveLength(n);
+  });
+});
+
+describe.skipIf(!BACKENDS.includes('postgres'))('cash-out batches of two processes on one account (PostgreSQL)', () => {
+  let a: TestServer;
+  let b: TestServer;
+  let second: Database;
+  let receiver: string;
+  beforeAll(async () => {
+    a = await startTestServer({ backend: 'postgres', env: SIM_FAST });
+    const [{ schema }] = (await a.ctx.db.query<{ schema: string }>('SELECT current_schema() AS schema')) as [{ schema: string }];
+    second = await openPostgres({ url: process.env.TEST_DATABASE_URL!, schema, max: 10 });
+    b = await startTestServer({ database: { db: second, backend: 'postgres', close: async () => {}, reopen: async () => { throw new Error('no'); } }, env: SIM_FAST, workers: false });
+    receiver = await foreignKey(a);
+  });
+  afterAll(async () => {
+    await expectLedgerConsistent(a.ctx.db);
+    await b?.close();
+    await second?.close();
+    await a?.close();
+  });
+
+  it('the row lock orders the batches of two processes: the balance and the daily limit hold across both (a batch that waited reads again)', async () => {
+    const m = await merchantWithKey(a, { depositCents: 20 * 1000 });
+    // Daily limit for 12 of them; the balance for 20.
+    expect((await a.admin('PATCH', `/accounts/${m.accountId}`, { cash_out_daily_limit_cents: 12 * 1000, cash_out_nighttime_limit_cents: 12 * 1000 })).status).toBe(200);
+    const counters = [recordStatements(a.ctx.db), recordStatements(second)];
+    const results = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => {
+        const server = i % 2 === 0 ? a : b;
+        return cashOut(server.ctx, { merchantId: m.merchantId, accountId: m.accountId }, parseCashOut({ amount: 1000, pix_key: receiver }), NO_KEY).then(
+          () => 'ok',
+          (err: HttpError) => (err.body as { code: string }).code,
+        );
+      }),
+    );
+    for (const c of counters) c.stop();
+    const lockStatements = counters.map((c) => c.log.filter((st) => LOCKS.test(st.text)));
+    const locks = lockStatements.reduce((n, l) => n + l.length, 0);
+    const batches = lockStatements.reduce((n, l) => n + new Set(l.map((st) => st.tx)).size, 0);
+    console.log(`60 cash-outs of one account from two processes: ${batches} transactions, ${locks - batches} read again after waiting for the lock`);
+    expect(results.filter((r) => r === 'ok')).toHaveLength(12);
+    expect(results.filter((r) => r !== 'ok').every((r) => /^(daily|nighttime)_limit_exceeded$/.test(r))).toBe(true);
+    const [count] = await a.ctx.db.query<{ n: number }>(`SELECT count(*)::bigint AS n FROM transactions WHERE account_id = $1 AND kind = 'cash_out'`, [m.accountId]);
+    expect(count!.n).toBe(12);
+    const [usage] = await a.ctx.db.query<{ amount: number }>(`SELECT amount FROM cash_out_usage WHERE account_id = $1 AND window_kind = 'day'`, [m.accountId]);
+    expect(usage!.amount).toBe(12 * 100_000);
+    await waitFor(() => balances(a.ctx.db, m.accountId), (x) => x.pending === 0);
+    expect(await balances(a.ctx.db, m.accountId)).toEqual({ available: 8 * 100_000, blocked: 0, pending: 0 });
+  });
+});
