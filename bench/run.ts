@@ -397,9 +397,19 @@ async function webhookScenario(t: Target, workers: number, pool: Pool, pixKey: s
   receiver.received.length = 0;
   const started = Date.now();
   const r = await run(t, pool, SECONDS, cashOuts(accounts, pixKey, (b) => b.transaction_id && answeredAt.set(b.transaction_id, Date.now())));
-  // Let the last settlements and deliveries arrive.
-  const settleWait = int('BENCH_SETTLEMENT_MS', 1600) + 5_000;
-  await new Promise((res) => setTimeout(res, settleWait));
+  // Let the last settlements and deliveries arrive: until every expected delivery is in, or 30 s
+  // without progress; the drain time after the load stopped is printed.
+  const loadEnded = Date.now();
+  let lastCount = -1;
+  let lastProgress = Date.now();
+  while (receiver.received.length < 2 * answeredAt.size && Date.now() - lastProgress < 30_000) {
+    if (receiver.received.length !== lastCount) {
+      lastCount = receiver.received.length;
+      lastProgress = Date.now();
+    }
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  const drainMs = Date.now() - loadEnded;
   const mine = receiver.received;
   const processing = mine.filter((x) => x.event === 'pix.payout.processing' && x.transactionId && answeredAt.has(x.transactionId));
   const confirmed = mine.filter((x) => x.event === 'pix.payout.confirmed' && x.settledAt);
@@ -410,6 +420,7 @@ async function webhookScenario(t: Target, workers: number, pool: Pool, pixKey: s
   report(workers, 'webhooks', 'cash-out, 10 accounts each with a webhook (processing + confirmed)', r, 'tpcb');
   console.log(
     [
+      `  drained       ${mine.length === 2 * answeredAt.size ? `all delivered ${(drainMs / 1000).toFixed(1)} s after the load stopped` : `NOT all delivered: ${2 * answeredAt.size - mine.length} missing 30 s after the last receipt`}`,
       `  deliveries    ${mine.length} received of ${2 * answeredAt.size} expected (${processing.length} processing, ${confirmed.length} confirmed), ${(mine.length / ((last - started) / 1000)).toFixed(0)}/s`,
       `  processing    answer -> receipt   p50 ${ms(percentile(dProcessing, 50))}   p99 ${ms(percentile(dProcessing, 99))}`,
       `  confirmed     settled_at -> receipt  p50 ${ms(percentile(dConfirmed, 50))}   p99 ${ms(percentile(dConfirmed, 99))}`,

@@ -80,4 +80,22 @@ describe.each(BACKENDS)('retention on %s', (backend) => {
       await s.close();
     }
   });
+
+  it('purges cash-out limit windows that started more than 3 days ago (the only purge of them)', async () => {
+    const s = await startTestServer({ backend, workers: false, env: { RETENTION_BATCH_SIZE: '2' } });
+    try {
+      const db = s.ctx.db;
+      const merchantId = (await db.query<{ id: number }>(`INSERT INTO merchants (name, document) VALUES ('Windows', '11444777000161') RETURNING id`))[0]!.id;
+      const accountId = (await db.query<{ id: number }>('INSERT INTO accounts (merchant_id) VALUES ($1) RETURNING id', [merchantId]))[0]!.id;
+      const day = 86_400_000;
+      for (const [kind, ago] of [['day', 5], ['night', 5], ['day', 4], ['day', 1], ['night', 0]] as const) {
+        await db.query('INSERT INTO cash_out_usage (account_id, window_kind, window_start, amount) VALUES ($1, $2, $3, 100)', [accountId, kind, new Date(Date.now() - ago * day)]);
+      }
+      const report = await runRetention({ db, clock: { now: () => new Date() }, config: s.ctx.config });
+      expect(report.limit_windows).toBe(3);
+      expect(await db.query('SELECT count(*)::int AS n FROM cash_out_usage')).toEqual([{ n: 2 }]);
+    } finally {
+      await s.close();
+    }
+  });
 });

@@ -14,11 +14,9 @@ import * as repo from './repository.js';
  * rail's answer, or the rail did not answer) and sends them again. The rail deduplicates on the
  * end-to-end id, so an order it already has is only acknowledged again. A payment the rail now
  * refuses with a timeout is released and announced with pix.payout.failed (no caller is waiting).
- * Also purges rail-inbox ids and limit windows that can no longer matter.
+ * (Old rail-inbox ids and limit windows are purged by the retention worker, src/retention/.)
  */
 export const UNSENT_AFTER_MS = 15_000;
-const INBOX_RETENTION_MS = 7 * 86_400_000;
-const USAGE_RETENTION_MS = 3 * 86_400_000;
 
 export async function recoverUnsent(ctx: AppContext, options: { olderThanMs?: number; limit?: number } = {}): Promise<number> {
   const now = ctx.clock.now();
@@ -64,12 +62,5 @@ export function pixWorkers(ctx: AppContext): BackgroundWorker[] {
           return Math.max(1_000, oldest.getTime() + UNSENT_AFTER_MS - ctx.clock.now().getTime() + 5);
         })
       : periodicWorker('pix-recovery', RECOVERY_POLL_MS, ctx.log, () => recoverUnsent(ctx));
-  return [
-    recovery,
-    periodicWorker('pix-housekeeping', 3_600_000, ctx.log, async () => {
-      const now = ctx.clock.now().getTime();
-      await repo.purgeInbox(ctx.db, new Date(now - INBOX_RETENTION_MS));
-      await repo.purgeUsage(ctx.db, new Date(now - USAGE_RETENTION_MS));
-    }),
-  ];
+  return [recovery];
 }

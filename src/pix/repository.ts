@@ -155,15 +155,6 @@ export async function recordNotification(tx: Sql, notificationId: string, kind: 
   return rows.length === 1;
 }
 
-export async function purgeInbox(sql: Sql, before: Date, limit = 5000): Promise<number> {
-  const rows = await sql.query(
-    `DELETE FROM rail_inbox WHERE notification_id IN (
-       SELECT notification_id FROM rail_inbox WHERE processed_at < $1 LIMIT $2) RETURNING notification_id`,
-    [before, limit],
-  );
-  return rows.length;
-}
-
 // ---- cash-out limit windows ----
 
 export interface UsageWindow {
@@ -198,10 +189,6 @@ export async function accountWithHolder(sql: Sql, accountId: number): Promise<Ac
   );
   if (!row) throw new Error(`account ${accountId} not found`);
   return row;
-}
-
-export async function purgeUsage(sql: Sql, before: Date): Promise<void> {
-  await sql.query('DELETE FROM cash_out_usage WHERE window_start < $1', [before]);
 }
 
 // ---- cash-out in few round trips (issue 12) ----

@@ -68,3 +68,17 @@ export async function purgeSimPayments(sql: Sql, cutoff: Date, batch: number): P
   );
   return rows.length;
 }
+
+/**
+ * Cash-out limit windows (daily, nighttime) that started before `cutoff`: a window is at most a
+ * day long, so one that started days ago counts for no limit any more.
+ */
+export async function purgeLimitWindows(sql: Sql, cutoff: Date, batch: number): Promise<number> {
+  const rows = await sql.query(
+    `DELETE FROM cash_out_usage WHERE (account_id, window_kind, window_start) IN (
+       SELECT account_id, window_kind, window_start FROM cash_out_usage WHERE window_start < $1 ORDER BY window_start LIMIT $2
+     ) RETURNING 1`,
+    [cutoff, batch],
+  );
+  return rows.length;
+}

@@ -4,12 +4,15 @@ import * as repo from './repository.js';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
+/** Cash-out limit windows are kept this long after they started (a window lasts at most a day). */
+const LIMIT_WINDOW_RETENTION_DAYS = 3;
 
 export interface RetentionReport {
   idempotency_keys: number;
   rail_inbox: number;
   events: number;
   sim_payments: number;
+  limit_windows: number;
 }
 
 /**
@@ -22,6 +25,7 @@ export interface RetentionReport {
  *                        RETENTION_EVENT_DAYS (default 30)
  *   sim_payments         RETENTION_SIM_DAYS after settling or being rejected (default 100: past the
  *                        90-day return window and the MED window)
+ *   cash-out limit windows  3 days after they started (a window lasts at most a day)
  */
 export async function runRetention(ctx: Pick<AppContext, 'db' | 'clock' | 'config'>): Promise<RetentionReport> {
   const r = ctx.config.retention;
@@ -39,6 +43,7 @@ export async function runRetention(ctx: Pick<AppContext, 'db' | 'clock' | 'confi
     rail_inbox: await drain(() => repo.purgeRailInbox(ctx.db, new Date(now - r.railInboxDays * DAY_MS), r.batchSize)),
     events: await drain(() => ctx.db.transaction((tx) => repo.purgeEvents(tx, new Date(now - r.eventDays * DAY_MS), r.batchSize))),
     sim_payments: await drain(() => repo.purgeSimPayments(ctx.db, new Date(now - r.simDays * DAY_MS), r.batchSize)),
+    limit_windows: await drain(() => repo.purgeLimitWindows(ctx.db, new Date(now - LIMIT_WINDOW_RETENTION_DAYS * DAY_MS), r.batchSize)),
   };
 }
 
