@@ -1,5 +1,7 @@
 /** Shared by the benchmarks: admin calls, bench merchants and signed requests. */
 import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { signV1 } from '../src/auth/hmac.js';
 import { canonicalize } from '../src/lib/canonicalJson.js';
 
@@ -80,5 +82,37 @@ export function cashOuts(merchants: Merchant[], pixKey: string, onAnswer?: (body
       ...(onAnswer ? { onBody: (b: string) => onAnswer(JSON.parse(b) as { transaction_id?: string }) } : {}),
     };
   };
+}
+
+
+/** Self time per function of a V8 .cpuprofile, grouped as "function (package or file)". */
+export function printCpuProfile(dir: string, top = 12) {
+  const files = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'));
+  for (const file of files) {
+    const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as {
+      nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; hitCount?: number }[];
+      startTime: number;
+      endTime: number;
+      samples: number[];
+    };
+    const total = profile.samples.length;
+    const self = new Map<string, number>();
+    const byPackage = new Map<string, number>();
+    for (const node of profile.nodes) {
+      const hits = node.hitCount ?? 0;
+      if (!hits) continue;
+      const url = node.callFrame.url;
+      const where = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)?.[1] ?? (url.includes('/dist/src/') ? `pixgate ${url.slice(url.indexOf('/dist/src/') + 10)}` : url.startsWith('node:') ? url : url || '(native/gc/idle)');
+      const pkg = where.startsWith('pixgate') ? 'pixgate' : where;
+      const name = `${node.callFrame.functionName || '(anonymous)'}  ${where}`;
+      self.set(name, (self.get(name) ?? 0) + hits);
+      byPackage.set(pkg, (byPackage.get(pkg) ?? 0) + hits);
+    }
+    console.log(`\nCPU profile of ${file} (${total} samples over ${((profile.endTime - profile.startTime) / 1e6).toFixed(1)} s):`);
+    console.log('  self time by package:');
+    for (const [k, v] of [...byPackage].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`    ${((100 * v) / total).toFixed(1).padStart(5)}%  ${k}`);
+    console.log('  self time by function:');
+    for (const [k, v] of [...self].sort((a, b) => b[1] - a[1]).slice(0, top * 2)) console.log(`    ${((100 * v) / total).toFixed(1).padStart(5)}%  ${k}`);
+  }
 }
 

@@ -15,13 +15,13 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { Pool } from 'undici';
 import { freePort, MAIN, missingPrerequisite, PostgresCluster, RedisServer, sleep } from './chaos/infra.js';
-import { auth, call, cashOuts, merchant, type BenchRequest } from './lib.js';
+import { auth, call, cashOuts, merchant, printCpuProfile, type BenchRequest } from './lib.js';
 
 const N = Number(process.env.PROFILE_REQUESTS ?? 2000);
 const TOP = Number(process.env.PROFILE_TOP ?? 12);
@@ -73,37 +73,6 @@ function printTop(title: string, rows: StatementRow[], per: number) {
   };
   show('calls', [...rows].sort((a, b) => b.calls - a.calls));
   show('total time', [...rows].sort((a, b) => b.total_ms - a.total_ms));
-}
-
-/** Self time per function of a V8 .cpuprofile, grouped as "function (package or file)". */
-function printCpuProfile(dir: string) {
-  const files = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'));
-  for (const file of files) {
-    const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as {
-      nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; hitCount?: number }[];
-      startTime: number;
-      endTime: number;
-      samples: number[];
-    };
-    const total = profile.samples.length;
-    const self = new Map<string, number>();
-    const byPackage = new Map<string, number>();
-    for (const node of profile.nodes) {
-      const hits = node.hitCount ?? 0;
-      if (!hits) continue;
-      const url = node.callFrame.url;
-      const where = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)?.[1] ?? (url.includes('/dist/src/') ? `pixgate ${url.slice(url.indexOf('/dist/src/') + 10)}` : url.startsWith('node:') ? url : url || '(native/gc/idle)');
-      const pkg = where.startsWith('pixgate') ? 'pixgate' : where;
-      const name = `${node.callFrame.functionName || '(anonymous)'}  ${where}`;
-      self.set(name, (self.get(name) ?? 0) + hits);
-      byPackage.set(pkg, (byPackage.get(pkg) ?? 0) + hits);
-    }
-    console.log(`\nCPU profile of ${file} (${total} samples over ${((profile.endTime - profile.startTime) / 1e6).toFixed(1)} s):`);
-    console.log('  self time by package:');
-    for (const [k, v] of [...byPackage].sort((a, b) => b[1] - a[1]).slice(0, TOP)) console.log(`    ${((100 * v) / total).toFixed(1).padStart(5)}%  ${k}`);
-    console.log('  self time by function:');
-    for (const [k, v] of [...self].sort((a, b) => b[1] - a[1]).slice(0, TOP * 2)) console.log(`    ${((100 * v) / total).toFixed(1).padStart(5)}%  ${k}`);
-  }
 }
 
 async function main() {

@@ -26,6 +26,8 @@
  *   BENCH_SETTLEMENT_MS  1600  SIM_SETTLEMENT_MS of the started server
  *   BENCH_PGBENCH_SCALE  32    pgbench scale factor (at least the number of clients, as pgbench advises)
  *   BENCH_PGBENCH        1     0 skips pgbench (ratios are then not printed)
+ *   BENCH_CPU_PROF       (off) a folder: the started server runs under node --cpu-prof and its profile
+ *                              (self time by package and function) is printed at the end
  *   BENCH_ONLY           (all) comma-separated scenarios to run: many,hot,balance,v1,v2,webhooks, or the
  *                              groups cash-out (many,hot) and pipeline (balance,v1,v2)
  */
@@ -41,7 +43,7 @@ import { Pool } from 'undici';
 import { signV1, signV2 } from '../src/auth/hmac.js';
 import { canonicalize } from '../src/lib/canonicalJson.js';
 import { packageRoot } from '../src/lib/paths.js';
-import { auth, call, cashOuts, merchant, type BenchRequest, type Merchant } from './lib.js';
+import { auth, call, cashOuts, merchant, printCpuProfile, type BenchRequest, type Merchant } from './lib.js';
 
 const env = process.env;
 const int = (name: string, fallback: number) => (env[name] ? Number(env[name]) : fallback);
@@ -132,7 +134,8 @@ async function startTarget(workers: number, webhookPort: number): Promise<Target
   const port = await freePort();
   const metricsPort = await freePort();
   const adminToken = `bench-${randomBytes(12).toString('hex')}`;
-  const child: ChildProcess = spawn(process.execPath, [join(packageRoot, 'dist', 'src', 'main.js')], {
+  const prof = env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${env.BENCH_CPU_PROF}`] : [];
+  const child: ChildProcess = spawn(process.execPath, [...prof, join(packageRoot, 'dist', 'src', 'main.js')], {
     env: {
       PATH: env.PATH ?? '',
       PORT: String(port),
@@ -145,6 +148,9 @@ async function startTarget(workers: number, webhookPort: number): Promise<Target
       SIM_SETTLEMENT_MS: String(int('BENCH_SETTLEMENT_MS', 1600)),
       WEBHOOK_ALLOWED_HOSTS: `127.0.0.1:${webhookPort}`,
       LOG_LEVEL: 'warn',
+      // Pool sizes of the started server, when set for the bench.
+      ...(env.DATABASE_POOL_MAX ? { DATABASE_POOL_MAX: env.DATABASE_POOL_MAX } : {}),
+      ...(env.DATABASE_BACKGROUND_POOL_MAX ? { DATABASE_BACKGROUND_POOL_MAX: env.DATABASE_BACKGROUND_POOL_MAX } : {}),
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -482,6 +488,7 @@ async function main() {
     after = pgbench('after');
     await pgbenchDrop();
   }
+  if (env.BENCH_CPU_PROF) printCpuProfile(env.BENCH_CPU_PROF);
   console.log('\n== summary' + (before && after ? ' (ratio: against the mean of the pgbench runs before and after)' : ''));
   const base = before && after ? { tpcb: (before.tpcb + after.tpcb) / 2, selectOnly: (before.selectOnly + after.selectOnly) / 2 } : undefined;
   if (base) console.log(`pgbench mean: TPC-B ${base.tpcb.toFixed(0)} tps, select-only ${base.selectOnly.toFixed(0)} tps`);
