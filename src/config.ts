@@ -239,7 +239,7 @@ export function parseConfig(env: Env = process.env): Config {
   }
 
   const poolMax = readInt(env, 'DATABASE_POOL_MAX', 20, 2, 1000);
-  const backgroundPoolMax = readInt(env, 'DATABASE_BACKGROUND_POOL_MAX', Math.max(1, Math.floor(poolMax / 2)), 1, 999);
+  const backgroundPoolMax = readInt(env, 'DATABASE_BACKGROUND_POOL_MAX', Math.max(1, Math.min(5, Math.floor(poolMax / 4))), 1, 999);
   if (backgroundPoolMax >= poolMax) throw new ConfigError('DATABASE_BACKGROUND_POOL_MAX must be below DATABASE_POOL_MAX');
   const db: DbLimits = {
     poolMax,
