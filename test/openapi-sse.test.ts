@@ -1,6 +1,7 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openApiDocument } from '../src/openapi/document.js';
+import { readSse } from '../src/sdk/client.js';
 import { addPixKey, merchantWithKey } from './helpers/client.js';
 import { BACKENDS } from './helpers/db.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
@@ -20,29 +21,13 @@ function pointer(doc: Json, p: string): any {
   return p.split('/').slice(1).reduce((node, part) => node?.[part.replace(/~1/g, '/').replace(/~0/g, '~')], doc);
 }
 
+/** The first `count` events of the stream (the SDK's Server-Sent Events parser). */
 async function readEvents(res: Response, count: number): Promise<Array<{ id?: string; event?: string; data: string }>> {
-  const reader = res.body!.getReader();
-  const decoder = new TextDecoder();
   const out: Array<{ id?: string; event?: string; data: string }> = [];
-  let buffer = '';
-  while (out.length < count) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffer += decoder.decode(value, { stream: true });
-    let i: number;
-    while ((i = buffer.indexOf('\n\n')) >= 0) {
-      const block = buffer.slice(0, i);
-      buffer = buffer.slice(i + 2);
-      const msg: { id?: string; event?: string; data: string } = { data: '' };
-      for (const line of block.split('\n')) {
-        if (line.startsWith('id: ')) msg.id = line.slice(4);
-        else if (line.startsWith('event: ')) msg.event = line.slice(7);
-        else if (line.startsWith('data: ')) msg.data += line.slice(6);
-      }
-      if (msg.data) out.push(msg);
-    }
+  for await (const msg of readSse(res.body!)) {
+    out.push(msg);
+    if (out.length === count) break;
   }
-  await reader.cancel();
   return out;
 }
 

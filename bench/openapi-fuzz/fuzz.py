@@ -305,44 +305,31 @@ class Fuzzer:
                 self.problem(op_key, f"{status}: SSE event outside the schema", errors[0].message[:300], req)
 
     # -- sending ------------------------------------------------------------------------------------
-    def admin(self, method, path, body=None, headers=None):
-        h = {"Authorization": f"Bearer {self.admin_token}", **(headers or {})}
-        data = None
-        if body is not None:
-            data = json.dumps(body).encode()
-            h["Content-Type"] = "application/json"
-        self.requests += 1
-        r = self.client.request(method, path, data, h)
-        if r.status >= 300:
-            raise RuntimeError(f"setup {method} {path} → {r.status} {r.body[:300]!r}")
-        return r.json() if r.body else None
-
-    def merchant(self, method, path, body=None, key=None):
-        key = key or self.key
-        h = {"Authorization": f"ApiKey {key['client_id']}:{key['client_secret']}"}
+    def _setup_call(self, method, path, body, headers, sign=None):
+        """One setup request: JSON body, optional v2 signature over it; a non-2xx stops the run."""
         data = None
         if body is not None:
             text = json.dumps(body)
             data = text.encode()
-            h["Content-Type"] = "application/json"
-            h.update(signing.v2_headers(key["client_secret"], path, text, "setup-" + secrets.token_hex(8)))
+            headers["Content-Type"] = "application/json"
+            if sign is not None:
+                headers.update(signing.v2_headers(sign, path, text, "setup-" + secrets.token_hex(8)))
         self.requests += 1
-        r = self.client.request(method, path, data, h)
+        r = self.client.request(method, path, data, headers)
         if r.status >= 300:
             raise RuntimeError(f"setup {method} {path} → {r.status} {r.body[:300]!r}")
         return r.json() if r.body else None
 
+    def admin(self, method, path, body=None, headers=None):
+        return self._setup_call(method, path, body, {"Authorization": f"Bearer {self.admin_token}", **(headers or {})})
+
+    def merchant(self, method, path, body=None, key=None):
+        key = key or self.key
+        h = {"Authorization": f"ApiKey {key['client_id']}:{key['client_secret']}"}
+        return self._setup_call(method, path, body, h, sign=key["client_secret"])
+
     def central(self, method, path, body=None):
-        h = {"X-API-Key": self.central_key}
-        data = None
-        if body is not None:
-            data = json.dumps(body).encode()
-            h["Content-Type"] = "application/json"
-        self.requests += 1
-        r = self.client.request(method, path, data, h)
-        if r.status >= 300:
-            raise RuntimeError(f"setup {method} {path} → {r.status} {r.body[:300]!r}")
-        return r.json()
+        return self._setup_call(method, path, body, {"X-API-Key": self.central_key})
 
     # -- setup --------------------------------------------------------------------------------------
     def setup(self):

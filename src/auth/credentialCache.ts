@@ -59,25 +59,23 @@ export class CredentialCache {
   }
 
   /** The key row of `clientId` as stage 3 needs it (findKeyForAuth), from the cache when fresh. */
-  async apiKey(sql: Sql, clientId: string): Promise<KeyWithAccount | undefined> {
-    const hit = this.keys.get(clientId);
-    if (hit && hit.until > performance.now()) return hit.value;
-    const epoch = this.epoch;
-    const row = await findKeyForAuth(sql, clientId);
-    if (row) this.keep(this.keys, clientId, row, epoch);
-    else this.keys.delete(clientId);
-    return row;
+  apiKey(sql: Sql, clientId: string): Promise<KeyWithAccount | undefined> {
+    return this.lookup(this.keys, clientId, () => findKeyForAuth(sql, clientId));
   }
 
   /** The central key a presented `X-API-Key` is (findCentralKey), from the cache when fresh. */
-  async centralKey(sql: Sql, apiKey: string): Promise<CentralKeyRow | undefined> {
-    const digest = secretDigest(apiKey);
-    const hit = this.central.get(digest);
+  centralKey(sql: Sql, apiKey: string): Promise<CentralKeyRow | undefined> {
+    return this.lookup(this.central, secretDigest(apiKey), () => findCentralKey(sql, apiKey));
+  }
+
+  /** A fresh entry, or the row read now and kept (an unknown id is never kept). */
+  private async lookup<V>(map: Map<string, Entry<V>>, cacheKey: string, read: () => Promise<V | undefined>): Promise<V | undefined> {
+    const hit = map.get(cacheKey);
     if (hit && hit.until > performance.now()) return hit.value;
     const epoch = this.epoch;
-    const row = await findCentralKey(sql, apiKey);
-    if (row) this.keep(this.central, digest, row, epoch);
-    else this.central.delete(digest);
+    const row = await read();
+    if (row) this.keep(map, cacheKey, row, epoch);
+    else map.delete(cacheKey);
     return row;
   }
 

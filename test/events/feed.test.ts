@@ -3,30 +3,10 @@ import { BACKENDS } from '../helpers/db.js';
 import { merchantWithKey, type MerchantFixture } from '../helpers/client.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { emit, waitUntil } from '../webhooks/helpers.js';
+import { readSse } from '../../src/sdk/client.js';
 
-/** Reads Server-Sent Events from a fetch response. */
-async function* sse(res: Response): AsyncGenerator<{ id?: string; event?: string; data: string }> {
-  const reader = res.body!.getReader();
-  const decoder = new TextDecoder();
-  let buffer = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) return;
-    buffer += decoder.decode(value, { stream: true });
-    let i: number;
-    while ((i = buffer.indexOf('\n\n')) >= 0) {
-      const block = buffer.slice(0, i);
-      buffer = buffer.slice(i + 2);
-      const msg: { id?: string; event?: string; data: string } = { data: '' };
-      for (const line of block.split('\n')) {
-        if (line.startsWith('id: ')) msg.id = line.slice(4);
-        else if (line.startsWith('event: ')) msg.event = line.slice(7);
-        else if (line.startsWith('data: ')) msg.data += line.slice(6);
-      }
-      if (msg.data) yield msg;
-    }
-  }
-}
+/** Server-Sent Events of a fetch response, read by the SDK's parser. */
+const sse = (res: Response) => readSse(res.body!);
 
 describe.each(BACKENDS)('events feed on %s', (backend) => {
   let s: TestServer;

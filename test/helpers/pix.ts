@@ -1,6 +1,8 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
 import type { Sql } from '../../src/db/db.js';
+import { requestHash, type IdempotencyClaim } from '../../src/external/idempotency.js';
+import type { CashOutKey } from '../../src/pix/cashOut.js';
 import { validCpf } from './fixtures.js';
 import { TEST_ADMIN_TOKEN, type TestServer } from './server.js';
 
@@ -91,3 +93,21 @@ export async function balances(sql: Sql, accountId: number): Promise<{ available
 }
 
 export const SIM_FAST = { SIM_SETTLEMENT_MS: '30', SIM_PROTECTION_MS: '150', SIM_SEED: '7' };
+
+/**
+ * A fresh Idempotency-Key claimed for POST /pix/cash-out of `merchantId`, and the CashOutKey a
+ * request holding it passes to cashOut() (as the pipeline's keyBinding builds it, JSON answers).
+ */
+export async function claimedCashOutKey(s: TestServer, merchantId: number, body = '{}'): Promise<{ claim: IdempotencyClaim; key: CashOutKey }> {
+  const claimed = await s.ctx.idempotency.claim({ merchantId, method: 'POST', path: '/pix/cash-out', key: randomUUID() }, requestHash(body));
+  if (claimed.kind !== 'claimed') throw new Error('no claim');
+  const claim = claimed.claim;
+  const key: CashOutKey = {
+    resumes: null,
+    bind: (tx, id) => claim.bind(tx, id),
+    record: (tx, statusCode, answer) => claim.record(tx, statusCode, JSON.stringify(answer)),
+    claim: { id: claim.id, token: claim.token },
+    prepare: (statusCode, answer) => claim.prepare(statusCode, JSON.stringify(answer)),
+  };
+  return { claim, key };
+}

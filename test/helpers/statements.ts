@@ -58,3 +58,17 @@ export function summarize(statements: readonly Statement[]): { total: number; tr
     text: statements.map((s) => `${s.tx === null ? '   ' : `T${s.tx}`.padEnd(3)} ${s.text.replace(/\s+/g, ' ').slice(0, 110)}`),
   };
 }
+
+/**
+ * Counts the commands an ioredis client sends (by name: a MULTI … EXEC is several, a script run by
+ * EVALSHA one), by wrapping the instance's sendCommand.
+ */
+export function countingRedis<R extends { sendCommand: (...args: any[]) => unknown }>(redis: R): { redis: R; calls: string[] } {
+  const calls: string[] = [];
+  const send = redis.sendCommand;
+  redis.sendCommand = function (this: R, ...args: any[]) {
+    calls.push(String((args[0] as { name?: unknown })?.name));
+    return send.apply(this, args);
+  } as R['sendCommand'];
+  return { redis, calls };
+}

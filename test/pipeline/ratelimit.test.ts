@@ -7,20 +7,26 @@ import { pipelineTestRoutes } from './testRoutes.js';
 
 const TOO_MANY = { error: { status: 429, message: 'Too many requests. Please try again later.' } };
 
-describe.each(REDIS_VARIANTS)('pipeline stage 6, rate limit (%s store)', (variant) => {
-  let s: TestServer;
-  let m: MerchantFixture;
+/** For the enclosing suite: a test server allowing 3 requests a minute on `variant`'s store, and a merchant. */
+function limitedServer(variant: (typeof REDIS_VARIANTS)[number], ready: (s: TestServer, m: MerchantFixture) => void) {
+  let s: TestServer | undefined;
   let closeRedis = async () => {};
   beforeAll(async () => {
     const r = variant === 'redis' ? await openTestRedis() : undefined;
     if (r) closeRedis = r.close;
     s = await startTestServer({ env: { RATE_LIMIT_PER_MINUTE: '3' }, externalPlugins: [pipelineTestRoutes], ...(r ? { redis: r.redis } : {}) });
-    m = await merchantWithKey(s);
+    ready(s, await merchantWithKey(s));
   });
   afterAll(async () => {
     await s?.close();
     await closeRedis();
   });
+}
+
+describe.each(REDIS_VARIANTS)('pipeline stage 6, rate limit (%s store)', (variant) => {
+  let s: TestServer;
+  let m: MerchantFixture;
+  limitedServer(variant, (server, merchant) => ((s = server), (m = merchant)));
 
   it('counts GETs and POSTs per client IP, sends x-ratelimit-remaining on 2xx, then 429 with Retry-After: 60', async () => {
     // Windows are fixed 60-second slots; avoid starting right at a boundary.
@@ -117,17 +123,7 @@ describe.each(REDIS_VARIANTS)('fixed-window counter (%s)', (variant) => {
 describe.each(REDIS_VARIANTS)('stages 5 and 6 together: v2 nonce claim and rate limit (%s store)', (variant) => {
   let s: TestServer;
   let m: MerchantFixture;
-  let closeRedis = async () => {};
-  beforeAll(async () => {
-    const r = variant === 'redis' ? await openTestRedis() : undefined;
-    if (r) closeRedis = r.close;
-    s = await startTestServer({ env: { RATE_LIMIT_PER_MINUTE: '3' }, externalPlugins: [pipelineTestRoutes], ...(r ? { redis: r.redis } : {}) });
-    m = await merchantWithKey(s);
-  });
-  afterAll(async () => {
-    await s?.close();
-    await closeRedis();
-  });
+  limitedServer(variant, (server, merchant) => ((s = server), (m = merchant)));
 
   it('a conflicting nonce and a refused body are not counted; a refused body still consumes its nonce', async () => {
     const secondsIntoWindow = (Date.now() / 1000) % 60;

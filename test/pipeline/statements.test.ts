@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BalanceReader } from '../../src/external/balanceReader.js';
 import { merchantWithKey, type MerchantFixture } from '../helpers/client.js';
-import { countingRedis, countingTestDatabase, type StatementCounter } from '../helpers/countingDb.js';
-import { BACKENDS, openTestDatabase } from '../helpers/db.js';
+import { BACKENDS } from '../helpers/db.js';
+import { countingRedis, recordStatements, summarize } from '../helpers/statements.js';
 import { openTestRedis } from '../helpers/redis.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -14,13 +14,11 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 describe.each(BACKENDS)('statements per request on %s', (backend) => {
   let s: TestServer;
   let m: MerchantFixture;
-  let counter: StatementCounter;
+  let recorder: ReturnType<typeof recordStatements>;
   let redisCalls: string[] | undefined;
   let closeRedis = async () => {};
 
   beforeAll(async () => {
-    const counting = countingTestDatabase(await openTestDatabase(backend));
-    counter = counting.counter;
     let redis;
     if (process.env.TEST_REDIS_URL) {
       const r = await openTestRedis();
@@ -29,22 +27,30 @@ describe.each(BACKENDS)('statements per request on %s', (backend) => {
       redis = c.redis;
       redisCalls = c.calls;
     }
-    s = await startTestServer({ database: counting.database, workers: false, ...(redis ? { redis } : {}) });
+    s = await startTestServer({ backend, workers: false, ...(redis ? { redis } : {}) });
+    recorder = recordStatements(s.ctx.db);
     m = await merchantWithKey(s, { depositCents: 1_000 });
   });
   afterAll(async () => {
+    recorder?.stop();
     await s?.close();
-    await s?.database.close();
     await closeRedis();
   });
+
+  /** What the database was sent since the last call: statements (BEGIN/COMMIT apart) and transactions. */
+  function taken() {
+    const log = recorder.take();
+    const statements = log.filter((x) => x.text !== 'BEGIN' && x.text !== 'COMMIT').map((x) => x.text.replace(/\s+/g, ' ').trim());
+    return { statements, transactions: summarize(log).transactions };
+  }
 
   /** Runs `send` once to warm the caches, then once counted; returns what the second one cost. */
   async function cost(send: () => Promise<{ status: number }>, expectedStatus = 200) {
     expect((await send()).status).toBe(expectedStatus);
-    counter.reset();
+    recorder.take();
     if (redisCalls) redisCalls.length = 0;
     expect((await send()).status).toBe(expectedStatus);
-    return { statements: [...counter.statements], transactions: counter.transactions, redis: redisCalls ? [...redisCalls] : undefined };
+    return { ...taken(), redis: redisCalls ? [...redisCalls] : undefined };
   }
 
   it('GET /balance: one statement (the balance); authentication comes from the in-process cache; no Redis', async () => {
@@ -74,9 +80,10 @@ describe.each(BACKENDS)('statements per request on %s', (backend) => {
   it('GET /balance reads of one event-loop turn share one statement, each answered with its own account', async () => {
     const other = await merchantWithKey(s, { depositCents: 2_000 });
     const reader = new BalanceReader(s.ctx.db);
-    counter.reset();
+    recorder.take();
     const [a1, b1, a2] = await Promise.all([reader.read(m.accountId), reader.read(other.accountId), reader.read(m.accountId)]);
-    expect(counter.statements, counter.statements.join('\n')).toHaveLength(1);
+    const { statements } = taken();
+    expect(statements, statements.join('\n')).toHaveLength(1);
     expect(a1.available).toBe(100_000);
     expect(a2).toEqual(a1);
     expect(b1.available).toBe(200_000);

@@ -2,13 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/db.js';
 import { openPostgres } from '../../src/db/postgres.js';
-import { IdempotencyLostError, requestHash } from '../../src/external/idempotency.js';
+import { IdempotencyLostError } from '../../src/external/idempotency.js';
 import { HttpError } from '../../src/http/errors.js';
 import { CASH_OUT_BATCH_MAX, cashOut, type CashOutAnswer, type CashOutKey } from '../../src/pix/cashOut.js';
 import { parseCashOut } from '../../src/pix/cashOutCommand.js';
 import { BACKENDS } from '../helpers/db.js';
 import { merchantWithKey, type MerchantFixture } from '../helpers/client.js';
-import { balances, expectLedgerConsistent, foreignKey, SIM_FAST, txRow, waitFor } from '../helpers/pix.js';
+import { balances, claimedCashOutKey, expectLedgerConsistent, foreignKey, SIM_FAST, txRow, waitFor } from '../helpers/pix.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { recordStatements } from '../helpers/statements.js';
 
@@ -145,19 +145,7 @@ describe.each(BACKENDS)('cash-outs of one account in batches on %s', (backend) =
   it('a request whose Idempotency-Key was taken over fails alone; the others of its batch are written once', async () => {
     const m = await merchantWithKey(s, { depositCents: 100_000 });
     const keys = await Promise.all(
-      [0, 1, 2].map(async () => {
-        const claimed = await s.ctx.idempotency.claim({ merchantId: m.merchantId, method: 'POST', path: '/pix/cash-out', key: randomUUID() }, requestHash(randomUUID()));
-        if (claimed.kind !== 'claimed') throw new Error('no claim');
-        const claim = claimed.claim;
-        const key: CashOutKey = {
-          resumes: null,
-          bind: (tx, id) => claim.bind(tx, id),
-          record: (tx, statusCode, body) => claim.record(tx, statusCode, JSON.stringify(body)),
-          claim: { id: claim.id, token: claim.token },
-          prepare: (statusCode, body) => claim.prepare(statusCode, JSON.stringify(body)),
-        };
-        return { claim, key };
-      }),
+      [0, 1, 2].map(() => claimedCashOutKey(s, m.merchantId, randomUUID())),
     );
     // The second request's key is taken over by another holder (its lease ran out).
     await s.ctx.db.query('UPDATE idempotency_keys SET owner_token = $2 WHERE id = $1', [keys[1]!.claim.id, randomUUID()]);

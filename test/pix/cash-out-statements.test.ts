@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { requestHash } from '../../src/external/idempotency.js';
-import { cashOut, type CashOutKey } from '../../src/pix/cashOut.js';
+import { cashOut } from '../../src/pix/cashOut.js';
 import { parseCashOut } from '../../src/pix/cashOutCommand.js';
 import type { SimulatedRail } from '../../src/rail/simulator.js';
 import { BACKENDS } from '../helpers/db.js';
 import { merchantWithKey, type MerchantFixture } from '../helpers/client.js';
-import { expectLedgerConsistent, foreignKey, txRow, waitFor } from '../helpers/pix.js';
+import { claimedCashOutKey, expectLedgerConsistent, foreignKey, txRow, waitFor } from '../helpers/pix.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { recordStatements, summarize, type Statement } from '../helpers/statements.js';
 
@@ -62,16 +61,7 @@ describe.each(BACKENDS)('round trips of one cash-out on %s', (backend) => {
   });
 
   it('each step of a cash-out under an Idempotency-Key, and its settlement, in the counted statements', async () => {
-    const claimed = await s.ctx.idempotency.claim({ merchantId: m.merchantId, method: 'POST', path: '/pix/cash-out', key: randomUUID() }, requestHash('{}'));
-    if (claimed.kind !== 'claimed') throw new Error('no claim');
-    const claim = claimed.claim;
-    const key: CashOutKey = {
-      resumes: null,
-      bind: (tx, id) => claim.bind(tx, id),
-      record: (tx, statusCode, body) => claim.record(tx, statusCode, JSON.stringify(body)),
-      claim: { id: claim.id, token: claim.token },
-      prepare: (statusCode, body) => claim.prepare(statusCode, JSON.stringify(body)),
-    };
+    const { key } = await claimedCashOutKey(s, m.merchantId);
     const command = parseCashOut({ amount: 1000, pix_key: receiver, external_id: `ext-${randomUUID()}` });
     const counter = recordStatements(s.ctx.db);
     try {
