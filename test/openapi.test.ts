@@ -85,6 +85,30 @@ describe('OpenAPI document', () => {
     for (const [path, ops] of Object.entries(doc.paths)) for (const [m, op] of Object.entries(ops)) expect(Object.keys(op.responses), `${m} ${path}`).toContain('431');
   });
 
+  it('a POST without a body but with a Content-Type the parser cannot read: 415 in the business shape, as documented (found by the HTTP fuzzer)', async () => {
+    // Stage 1 (shape 1) judges the Content-Type of a request with a body; without one, Fastify's
+    // parser refuses a media type it cannot parse, in the business shape. The contract check of
+    // this test server fails the test if the document does not list that answer.
+    const { merchantWithKey } = await import('./helpers/client.js');
+    const m = await merchantWithKey(server);
+    const { request } = await import('node:http');
+    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request(
+        `${server.url}/api/external/pix/cash-in`,
+        { method: 'POST', headers: { authorization: m.client.authHeader(), 'content-type': '"application/json"', 'content-length': '0' } },
+        (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => (body += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode!, body }));
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+    expect(answer.status).toBe(415);
+    expect(JSON.parse(answer.body)).toEqual({ errors: { unsupported_media_type: 'Content-Type must be application/json' } });
+  });
+
   it('the contract check catches an answer outside the document', async () => {
     takeContractViolations();
     // A documented route asked with a status the document does not list: the check records it.

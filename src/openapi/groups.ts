@@ -81,8 +81,10 @@ export const external: ApiGroup = {
     // Any request but a GET may carry a body, so any of them may be refused for its size or type.
     if (route.method !== 'GET') {
       e[413] = { description: 'Body larger than 1 MiB', schemas: [BusinessError] };
-      // The pipeline's Content-Type stage answers POSTs; on a DELETE the body parser refuses it (business shape).
-      e[415] = { description: 'Content-Type is not application/json', schemas: [route.method === 'DELETE' ? BusinessError : PipelineError] };
+      // The pipeline's Content-Type stage (shape 1) judges a request with a body; the body parser
+      // refuses, in the business shape, a Content-Type it cannot parse on a request without one
+      // (a POST with Content-Length: 0, any DELETE).
+      e[415] = { description: 'Content-Type is not application/json', schemas: route.method === 'DELETE' ? [BusinessError] : [PipelineError, BusinessError] };
     }
     return e;
   },
