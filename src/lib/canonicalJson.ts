@@ -29,6 +29,20 @@ export class JsonContentError extends Error {
 }
 
 export const NUL_MESSAGE = 'Request body strings must not contain the character U+0000';
+export const SURROGATE_MESSAGE = 'Request body strings must not contain an unpaired UTF-16 surrogate';
+
+/**
+ * U+0000, or a surrogate not part of a pair (the `u` flag reads a pair as one code point, so only
+ * lone halves match). PostgreSQL text cannot hold U+0000, and jsonb refuses `\udfff` alone (a 500
+ * the OpenAPI fuzzer found on a MED defense); text would store it as U+FFFD, altering the data. The
+ * body is refused at the edge instead (I-JSON, RFC 7493 §2.1, forbids both).
+ */
+const UNSTORABLE = /[\u0000\ud800-\udfff]/u;
+
+function checkStorable(s: string): void {
+  if (!UNSTORABLE.test(s)) return;
+  throw new JsonContentError(s.includes('\u0000') ? NUL_MESSAGE : SURROGATE_MESSAGE);
+}
 
 type Node =
   | { t: 'num'; text: string }
@@ -226,8 +240,7 @@ function toValue(node: Node): unknown {
     case 'num':
       return INTEGER_LITERAL.test(node.text) ? Number(node.text) : new JsonDecimal(node.text, Number(node.text));
     case 'str':
-      // PostgreSQL text cannot hold U+0000: refused at the edge instead of failing in the database.
-      if (node.value.includes('\u0000')) throw new JsonContentError(NUL_MESSAGE);
+      checkStorable(node.value);
       return node.value;
     case 'lit':
       return node.text === 'null' ? null : node.text === 'true';
@@ -238,7 +251,7 @@ function toValue(node: Node): unknown {
       // never a prototype, and nothing is read through Object.prototype.
       const out = Object.create(null) as Record<string, unknown>;
       for (const [k, v] of node.entries) {
-        if (k.includes('\u0000')) throw new JsonContentError(NUL_MESSAGE);
+        checkStorable(k);
         out[k] = toValue(v);
       }
       return out;
@@ -250,7 +263,7 @@ function toValue(node: Node): unknown {
  * Parses a request body: like JSON.parse, but objects have no prototype (keys like `__proto__` are
  * data), numbers that are not integer literals become `JsonDecimal`, nesting is limited to
  * 200 levels, and a repeated key keeps its last value. Throws CanonicalJsonError if the text is
- * not valid JSON, JsonContentError if a string or key holds U+0000.
+ * not valid JSON, JsonContentError if a string or key holds U+0000 or an unpaired surrogate.
  */
 export function parseJson(text: string): unknown {
   const p = new Parser(text);

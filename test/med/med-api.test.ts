@@ -145,6 +145,12 @@ describe.each(BACKENDS)('MED merchant API on %s', (backend) => {
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(res.body).toEqual({ errors: { bad_request: fields } });
     }
+    // Found by the OpenAPI fuzzer on PostgreSQL: a lone surrogate reached the jsonb column (500).
+    for (const text of ['{"text": "\\udfff"}', '{"text":"ok","attachments":[{"text":"a\\ud800"}]}', '{"text":"ok","\\udc00":1}']) {
+      const res = await m.client.post(`/med/${ids[0]}/defense`, text);
+      expect(res.status, text).toBe(400);
+      expect(res.body).toEqual({ errors: { bad_request: 'Request body strings must not contain an unpaired UTF-16 surrogate' } });
+    }
     expect(await m.client.post('/med/not-an-id/defense', { text: 'ok' })).toMatchObject({ status: 400, body: { errors: { bad_request: 'id must be a valid UUID' } } });
     expect(await m.client.post(`/med/${NO_SUCH_ID}/defense`, { text: 'ok' })).toMatchObject({ status: 404, body: { errors: { not_found: 'Infraction not found' } } });
     expect((await m.client.get(`/med/${ids[0]}`)).body).toMatchObject({ status: 'OPEN', defense: null });
