@@ -1,0 +1,88 @@
+/**
+ * Group commit for any step that is cheaper done for many requests at once (TigerBeetle's
+ * batching, PostgreSQL's own group commit): `submit` queues an item; items submitted in one turn
+ * of the event loop, and those that arrive while `maxInFlight` batches are running, go together
+ * to the next `run` (at most `maxBatch` each, in arrival order). Alone, an item waits one loop
+ * turn at most; under load, one round trip (one transaction, one commit) serves many requests.
+ *
+ * `run` answers each item on its own — a value or that item's own error — so one item's refusal
+ * never fails the others; if `run` throws, every item of the batch fails with that error.
+ */
+export type BatchOutcome<O> = { ok: true; value: O } | { ok: false; error: unknown };
+
+export interface BatcherOptions<I, O> {
+  run: (items: I[]) => Promise<BatchOutcome<O>[]>;
+  /** Most items one `run` takes. */
+  maxBatch: number;
+  /** Batches running at once (1: each batch waits for the one before, as a single writer). */
+  maxInFlight?: number;
+}
+
+interface Waiting<I, O> {
+  item: I;
+  resolve: (value: O) => void;
+  reject: (err: unknown) => void;
+}
+
+export class Batcher<I, O> {
+  private queue: Waiting<I, O>[] = [];
+  private scheduled = false;
+  private inFlight = 0;
+  private readonly maxInFlight: number;
+
+  constructor(private readonly options: BatcherOptions<I, O>) {
+    this.maxInFlight = options.maxInFlight ?? 1;
+  }
+
+  submit(item: I): Promise<O> {
+    return new Promise<O>((resolve, reject) => {
+      this.queue.push({ item, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  /** Items waiting for a batch (not counting those of running batches). */
+  get waiting(): number {
+    return this.queue.length;
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.queue.length === 0 || this.inFlight >= this.maxInFlight) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      while (this.queue.length > 0 && this.inFlight < this.maxInFlight) void this.runOne(this.queue.splice(0, this.options.maxBatch));
+    });
+  }
+
+  private async runOne(batch: Waiting<I, O>[]): Promise<void> {
+    this.inFlight++;
+    try {
+      const outcomes = await this.options.run(batch.map((w) => w.item));
+      batch.forEach((w, i) => {
+        const outcome = outcomes[i];
+        if (!outcome) w.reject(new Error(`batch answered ${outcomes.length} of ${batch.length} items`));
+        else if (outcome.ok) w.resolve(outcome.value);
+        else w.reject(outcome.error);
+      });
+    } catch (err) {
+      for (const w of batch) w.reject(err);
+    } finally {
+      this.inFlight--;
+      this.schedule();
+    }
+  }
+}
+
+/**
+ * One Batcher per key object (per database: tests run several apps in one process), made on first
+ * use.
+ */
+export function batcherPer<K extends object, I, O>(make: (key: K) => Batcher<I, O>): (key: K) => Batcher<I, O> {
+  const made = new WeakMap<K, Batcher<I, O>>();
+  return (key) => {
+    let b = made.get(key);
+    if (!b) made.set(key, (b = make(key)));
+    return b;
+  };
+}

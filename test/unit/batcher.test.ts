@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest';
+import { Batcher } from '../../src/lib/batcher.js';
+
+const tick = () => new Promise((r) => setImmediate(r));
+
+describe('Batcher (group commit)', () => {
+  it('runs the items of one loop turn as one batch, and answers each item with its own outcome', async () => {
+    const batches: number[][] = [];
+    const b = new Batcher<number, number>({
+      maxBatch: 100,
+      run: async (items) => {
+        batches.push(items);
+        return items.map((i) => (i % 2 === 0 ? { ok: true, value: i * 10 } : { ok: false, error: new Error(`odd ${i}`) }));
+      },
+    });
+    const results = await Promise.allSettled([1, 2, 3, 4].map((i) => b.submit(i)));
+    expect(batches).toEqual([[1, 2, 3, 4]]);
+    expect(results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message))).toEqual(['odd 1', 20, 'odd 3', 40]);
+  });
+
+  it('queues what arrives while a batch runs for the next batch, in arrival order, at most maxBatch each', async () => {
+    const batches: number[][] = [];
+    let release!: () => void;
+    const first = new Promise<void>((r) => (release = r));
+    const b = new Batcher<number, number>({
+      maxBatch: 2,
+      run: async (items) => {
+        batches.push(items);
+        if (batches.length === 1) await first;
+        return items.map((value) => ({ ok: true, value }));
+      },
+    });
+    const all = [b.submit(1)];
+    await tick();
+    all.push(b.submit(2), b.submit(3), b.submit(4));
+    await tick();
+    expect(batches).toEqual([[1]]); // one in flight: the others wait
+    expect(b.waiting).toBe(3);
+    release();
+    expect(await Promise.all(all)).toEqual([1, 2, 3, 4]);
+    expect(batches).toEqual([[1], [2, 3], [4]]);
+  });
+
+  it('runs up to maxInFlight batches at once', async () => {
+    let running = 0;
+    let most = 0;
+    const b = new Batcher<number, number>({
+      maxBatch: 1,
+      maxInFlight: 3,
+      run: async (items) => {
+        most = Math.max(most, ++running);
+        await tick();
+        running--;
+        return items.map((value) => ({ ok: true, value }));
+      },
+    });
+    await Promise.all([1, 2, 3, 4, 5, 6, 7].map((i) => b.submit(i)));
+    expect(most).toBe(3);
+  });
+
+  it('fails every item of a batch whose run throws, and keeps serving later items', async () => {
+    let calls = 0;
+    const b = new Batcher<number, number>({
+      maxBatch: 10,
+      run: async (items) => {
+        if (calls++ === 0) throw new Error('connection lost');
+        return items.map((value) => ({ ok: true, value }));
+      },
+    });
+    const failed = await Promise.allSettled([b.submit(1), b.submit(2)]);
+    expect(failed.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+    expect(await b.submit(3)).toBe(3);
+  });
+
+  it('fails an item the batch did not answer', async () => {
+    const b = new Batcher<number, number>({ maxBatch: 10, run: async () => [{ ok: true, value: 1 }] });
+    const r = await Promise.allSettled([b.submit(1), b.submit(2)]);
+    expect(r[0]).toEqual({ status: 'fulfilled', value: 1 });
+    expect(r[1]!.status).toBe('rejected');
+  });
+});
