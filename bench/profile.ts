@@ -4,7 +4,7 @@
  *   - a throwaway PostgreSQL cluster with pg_stat_statements and its own redis-server (nothing
  *     touches the machine's PostgreSQL or Redis), pixgate (dist/) on them under `node --cpu-prof`;
  *   - idle: statements per second with no request;
- *   - N signed cash-outs (10 accounts, concurrency 32) and their settlement: statements per
+ *   - N signed cash-outs (PROFILE_ACCOUNTS accounts, concurrency 32) and their settlement: statements per
  *     cash-out end to end (request, rail simulator, settlement, outbox, webhooks) and the top
  *     statements by calls and by total time;
  *   - N GET /balance: statements per request;
@@ -12,6 +12,8 @@
  *
  *   PROFILE_REQUESTS   2000   cash-outs and balance reads
  *   PROFILE_TOP        12     rows of each top list
+ *   PROFILE_WORKERS    1      WEB_CONCURRENCY of the server (the CPU profile is the primary's: use 1)
+ *   PROFILE_ACCOUNTS   10     accounts the cash-outs go round
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -25,6 +27,8 @@ import { auth, call, cashOuts, merchant, printCpuProfile, type BenchRequest } fr
 
 const N = Number(process.env.PROFILE_REQUESTS ?? 2000);
 const TOP = Number(process.env.PROFILE_TOP ?? 12);
+const WORKERS = Number(process.env.PROFILE_WORKERS ?? 1);
+const ACCOUNTS = Number(process.env.PROFILE_ACCOUNTS ?? 10);
 const CONCURRENCY = 32;
 
 async function drive(url: string, count: number, next: () => BenchRequest): Promise<{ seconds: number; statuses: Record<number, number> }> {
@@ -97,6 +101,7 @@ async function main() {
       ADMIN_TOKEN: adminToken,
       RATE_LIMIT_PER_MINUTE: '100000000',
       SIM_SETTLEMENT_MS: '300',
+      WEB_CONCURRENCY: String(WORKERS),
       LOG_LEVEL: 'warn',
     },
     stdio: ['ignore', 'ignore', 'inherit'],
@@ -114,7 +119,7 @@ async function main() {
     }
     const pixKey = `profile-${randomBytes(4).toString('hex')}@example.com`;
     await call(t, 'sandbox', 'POST', '/dict/keys', { key: pixKey, type: 'email', name: 'Profile Receiver', document: '52998224725', ispb: '18236120' });
-    const accounts = await Promise.all(Array.from({ length: 10 }, () => merchant(t)));
+    const accounts = await Promise.all(Array.from({ length: ACCOUNTS }, () => merchant(t)));
 
     await sleep(3_000);
     await db.query('SELECT pg_stat_statements_reset()');

@@ -28,6 +28,8 @@
  *   BENCH_PGBENCH        1     0 skips pgbench (ratios are then not printed)
  *   BENCH_CPU_PROF       (off) a folder: the started server runs under node --cpu-prof and its profile
  *                              (self time by package and function) is printed at the end
+ *   BENCH_NODE_OPTIONS   (none) NODE_OPTIONS of the started server (e.g. --max-semi-space-size=8)
+ *   MALLOC_ARENA_MAX     (none) passed to the started server when set (glibc arenas: RSS experiments)
  *   BENCH_ONLY           (all) comma-separated scenarios to run: many,hot,balance,v1,v2,webhooks, or the
  *                              groups cash-out (many,hot) and pipeline (balance,v1,v2)
  */
@@ -151,6 +153,8 @@ async function startTarget(workers: number, webhookPort: number): Promise<Target
       // Pool sizes of the started server, when set for the bench.
       ...(env.DATABASE_POOL_MAX ? { DATABASE_POOL_MAX: env.DATABASE_POOL_MAX } : {}),
       ...(env.DATABASE_BACKGROUND_POOL_MAX ? { DATABASE_BACKGROUND_POOL_MAX: env.DATABASE_BACKGROUND_POOL_MAX } : {}),
+      ...(env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: env.BENCH_NODE_OPTIONS } : {}),
+      ...(env.MALLOC_ARENA_MAX ? { MALLOC_ARENA_MAX: env.MALLOC_ARENA_MAX } : {}),
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
