@@ -3,6 +3,7 @@ import type { AppContext } from '../context.js';
 import type { Sql } from '../db/db.js';
 import { outboxBody } from '../events/outbox.js';
 import { IdempotencyLostError, type IdempotencyBinding } from '../external/idempotency.js';
+import { Batcher, batcherPer, type BatchOutcome } from '../lib/batcher.js';
 import { lockAccount, toBalances } from '../ledger/ledger.js';
 import { newEndToEndId, newTransactionId, TX_PREFIX } from '../lib/ids.js';
 import { addMoney, centsToBaseUnits } from '../lib/money.js';
@@ -120,12 +121,12 @@ export async function cashOut(ctx: AppContext, caller: CashOutCaller, cmd: CashO
   return submit(ctx, reserved.row, key);
 }
 
-// ---- step 1 in batches: concurrent cash-outs of one account share one transaction ----
+// ---- step 1 in batches: concurrent cash-outs share one transaction ----
 
 /**
- * Most cash-outs of one account a batch takes (one transaction, one lock of the account's books).
- * A batch of 64 writes 64 records and 128 ledger entries in one statement — a few milliseconds —
- * while keeping the lock short for other processes and the answer of the first request close.
+ * Most cash-outs a batch takes (one transaction, one lock of each account's books). A batch of 64
+ * writes 64 records and 128 ledger entries in one statement — a few milliseconds — while keeping
+ * the locks short for other processes and the answer of the first request close.
  */
 export const CASH_OUT_BATCH_MAX = 64;
 
@@ -138,131 +139,112 @@ interface ReserveRequest {
 
 type Reserved = { row: OwnedTransaction } | { existingId: string } | { sameAs: OwnedTransaction };
 
-interface Queued extends ReserveRequest {
-  done: (result: Reserved) => void;
-  fail: (err: unknown) => void;
-}
-
-/** Per database (tests run several servers in one process), per account: requests waiting for a batch. */
-const queues = new WeakMap<object, Map<number, Queued[]>>();
-
 /**
- * Step 1 of a cash-out, coalesced with the concurrent cash-outs of the same account in this
- * process (group commit, as TigerBeetle batches): the first request becomes the leader and runs a
- * transaction at once; requests arriving meanwhile queue, and the leader takes them (up to
- * CASH_OUT_BATCH_MAX, in arrival order) in its next transaction. Each request gets its own result
- * — its record, its repeat, or its own cash-out error — once the transaction committed. Across
- * processes the account's row lock still orders the batches.
+ * Step 1 of a cash-out, coalesced with the concurrent cash-outs of this process, of any account
+ * (group commit, as TigerBeetle batches; `Batcher`): one batch at a time, the requests that arrive
+ * meanwhile go together to the next (up to CASH_OUT_BATCH_MAX, in arrival order). Each request
+ * gets its own result — its record, its repeat, or its own cash-out error — once the transaction
+ * committed. A hot account's concurrent debits become one lock and one commit; many accounts'
+ * cash-outs share one commit. Across processes the accounts' row locks order the batches.
  */
-function reserveInBatch(ctx: AppContext, request: ReserveRequest): Promise<Reserved> {
-  return new Promise<Reserved>((done, fail) => {
-    let byAccount = queues.get(ctx.db);
-    if (!byAccount) queues.set(ctx.db, (byAccount = new Map()));
-    const accountId = request.caller.accountId;
-    const queued: Queued = { ...request, done, fail };
-    const queue = byAccount.get(accountId);
-    if (queue) {
-      queue.push(queued); // a leader is running: its next batch takes this one
-      return;
-    }
-    const fresh = [queued];
-    byAccount.set(accountId, fresh);
-    void lead(ctx, accountId, fresh, byAccount);
-  });
-}
+const reserver = batcherPer((ctx: AppContext) =>
+  new Batcher<ReserveRequest, Reserved>({ maxBatch: CASH_OUT_BATCH_MAX, run: (items) => runBatch(ctx, items) }),
+);
 
-async function lead(ctx: AppContext, accountId: number, queue: Queued[], byAccount: Map<number, Queued[]>): Promise<void> {
-  try {
-    while (queue.length > 0) await runBatch(ctx, accountId, queue.splice(0, CASH_OUT_BATCH_MAX));
-  } finally {
-    byAccount.delete(accountId);
-  }
+function reserveInBatch(ctx: AppContext, request: ReserveRequest): Promise<Reserved> {
+  return reserver(ctx).submit(request);
 }
 
 class LostClaims extends Error {
-  constructor(readonly items: ReadonlySet<Queued>) {
+  constructor(readonly items: ReadonlySet<ReserveRequest>) {
     super('idempotency claims lost in a cash-out batch');
   }
 }
 
-/** Runs one batch; settles every item (never throws). */
-async function runBatch(ctx: AppContext, accountId: number, batch: Queued[]): Promise<void> {
-  let items = batch;
-  while (items.length > 0) {
-    let outcome: BatchOutcome[];
+/** Runs one batch: an outcome for every item (a transaction that fails fails them all). */
+async function runBatch(ctx: AppContext, batch: ReserveRequest[]): Promise<BatchOutcome<Reserved>[]> {
+  const lost = new Set<ReserveRequest>();
+  for (;;) {
+    const items = batch.filter((i) => !lost.has(i));
+    let outcome: BatchOutcome<Reserved>[] = [];
     try {
-      outcome = await ctx.db.transaction((tx) => reserveBatch(tx, ctx, accountId, items));
+      if (items.length > 0) outcome = await ctx.db.transaction((tx) => reserveBatch(tx, ctx, items));
     } catch (err) {
-      if (err instanceof LostClaims) {
-        // Those requests no longer own their key (a retry took it over): they fail, the others
-        // are run again without them.
-        for (const item of err.items) item.fail(new IdempotencyLostError('the idempotency claim was lost'));
-        items = items.filter((i) => !err.items.has(i));
-        continue;
-      }
-      for (const item of items) item.fail(err);
-      return;
+      // Those requests no longer own their key (a retry took it over): they fail, the others are
+      // run again without them.
+      if (!(err instanceof LostClaims)) throw err;
+      for (const item of err.items) lost.add(item);
+      continue;
     }
-    items.forEach((item, i) => {
-      const result = outcome[i]!;
-      if ('error' in result) item.fail(result.error);
-      else item.done(result);
-    });
-    return;
+    const byItem = new Map(items.map((item, i) => [item, outcome[i]!]));
+    return batch.map((item) => byItem.get(item) ?? { ok: false, error: new IdempotencyLostError('the idempotency claim was lost') });
   }
 }
 
-type BatchOutcome = Reserved | { error: unknown };
+/** The figures of one account the checks of a batch run against (running balance and usage). */
+interface AccountRun {
+  state: repo.CashOutLockState;
+  safe: number;
+  used: Map<string, number>;
+  /** external_id -> position in `accepted` of this batch's first record with it. */
+  firstAccepted: Map<string, number>;
+}
 
 /**
- * The transaction of one batch: one statement locks the account's books and reads what the checks
- * need; the checks run here, in order, against a running balance and running limit usage; one
- * statement writes the accepted ones. All checks of an item precede its writes, so a refused item
- * leaves nothing behind and no savepoint is needed. A repeat of an external_id already taken
- * (before, or by an earlier item of this batch) is answered as a repeat.
+ * The transaction of one batch: one statement locks the books of the batch's accounts (in id
+ * order) and reads what the checks need; the checks run here, in order, against each account's
+ * running balance and running limit usage; one statement writes the accepted ones. All checks of
+ * an item precede its writes, so a refused item leaves nothing behind and no savepoint is needed.
+ * A repeat of an external_id already taken (before, or by an earlier item of this batch) is
+ * answered as a repeat.
  */
-async function reserveBatch(tx: Sql, ctx: AppContext, accountId: number, items: readonly Queued[]): Promise<BatchOutcome[]> {
+async function reserveBatch(tx: Sql, ctx: AppContext, items: readonly ReserveRequest[]): Promise<BatchOutcome<Reserved>[]> {
   const now = ctx.clock.now();
   const windows = limitWindows(now);
+  const accountIds = [...new Set(items.map((i) => i.caller.accountId))].sort((a, b) => a - b);
   const externalIds = [...new Set(items.map((i) => i.cmd.externalId).filter((e): e is string => e !== null))];
-  let state = await repo.lockForCashOut(tx, accountId, windows, externalIds);
-  if (state.stale) state = await repo.lockForCashOut(tx, accountId, windows, externalIds);
-  let safe = toBalances(state.books).safe;
-  const used = new Map<string, number>(Object.entries(state.usage ?? {}));
-  const existing = state.existing ?? {};
-  const limits = {
-    maxAmountCents: state.cash_out_max_amount_cents,
-    dailyLimitCents: state.cash_out_daily_limit_cents,
-    nighttimeLimitCents: state.cash_out_nighttime_limit_cents,
-  };
-  const fee = centsToBaseUnits(state.cash_out_fee_cents);
-  const accepted: { index: number; record: repo.NewCashOut; item: Queued }[] = [];
-  const firstAccepted = new Map<string, number>(); // external_id -> position in `accepted`
-  const outcome: (BatchOutcome | { accepted: number })[] = [];
+  let locked = await repo.lockForCashOuts(tx, accountIds, windows, externalIds);
+  if (locked.stale) locked = await repo.lockForCashOuts(tx, accountIds, windows, externalIds);
+  const runs = new Map<number, AccountRun>();
+  for (const [id, state] of locked.accounts) {
+    runs.set(id, { state, safe: toBalances(state.books).safe, used: new Map(Object.entries(state.usage ?? {})), firstAccepted: new Map() });
+  }
+  const accepted: { record: repo.NewCashOut; item: ReserveRequest }[] = [];
+  const outcome: (BatchOutcome<Reserved> | { accepted: number })[] = [];
   for (const item of items) {
     const { cmd, destination } = item;
+    const run = runs.get(item.caller.accountId)!;
+    const { state } = run;
     if (cmd.externalId !== null) {
-      const id = existing[cmd.externalId];
+      const id = state.existing?.[cmd.externalId];
       if (id !== undefined) {
-        outcome.push({ existingId: id });
+        outcome.push({ ok: true, value: { existingId: id } });
         continue;
       }
-      const first = firstAccepted.get(cmd.externalId);
+      const first = run.firstAccepted.get(cmd.externalId);
       if (first !== undefined) {
         outcome.push({ accepted: -1 - first }); // a repeat of an earlier item of this batch
         continue;
       }
     }
     try {
+      const limits = {
+        maxAmountCents: state.cash_out_max_amount_cents,
+        dailyLimitCents: state.cash_out_daily_limit_cents,
+        nighttimeLimitCents: state.cash_out_nighttime_limit_cents,
+      };
+      const fee = centsToBaseUnits(state.cash_out_fee_cents);
       const amount = centsToBaseUnits(cmd.amountCents);
-      const problem = limitProblem(amount, limits, windows, used);
+      const problem = limitProblem(amount, limits, windows, run.used);
       if (problem) throw cashOutError(problem.code, { detail: problem.detail });
       const debit = addMoney(amount, fee);
-      if (safe < debit) throw cashOutError('insufficient_balance', { detail: `Available balance ${safe} is below amount plus fee ${debit} (base units)` });
-      safe -= debit;
-      for (const w of windows) used.set(w.kind, (used.get(w.kind) ?? 0) + amount);
+      if (run.safe < debit) throw cashOutError('insufficient_balance', { detail: `Available balance ${run.safe} is below amount plus fee ${debit} (base units)` });
+      run.safe -= debit;
+      for (const w of windows) run.used.set(w.kind, (run.used.get(w.kind) ?? 0) + amount);
       const record: repo.NewCashOut = {
         id: randomUUID(),
+        account_id: state.account_id,
+        merchant_id: state.merchant_id,
         transaction_id: newTransactionId(TX_PREFIX.cashOut, now),
         end_to_end_id: newEndToEndId('E', ctx.config.institutionIspb, now),
         external_id: cmd.externalId,
@@ -285,19 +267,17 @@ async function reserveBatch(tx: Sql, ctx: AppContext, accountId: number, items: 
         created_at: now,
         claim: item.key.claim ?? null,
       };
-      if (cmd.externalId !== null) firstAccepted.set(cmd.externalId, accepted.length);
+      if (cmd.externalId !== null) run.firstAccepted.set(cmd.externalId, accepted.length);
       outcome.push({ accepted: accepted.length });
-      accepted.push({ index: outcome.length - 1, record, item });
+      accepted.push({ record, item });
     } catch (error) {
-      outcome.push({ error });
+      outcome.push({ ok: false, error });
     }
   }
   let rows: OwnedTransaction[] = [];
   if (accepted.length > 0) {
     const written = await repo.insertCashOuts(
       tx,
-      accountId,
-      items[0]!.caller.merchantId,
       accepted.map((a) => a.record),
       windows,
     );
@@ -309,7 +289,7 @@ async function reserveBatch(tx: Sql, ctx: AppContext, accountId: number, items: 
   }
   return outcome.map((o) => {
     if (!('accepted' in o)) return o;
-    return o.accepted >= 0 ? { row: rows[o.accepted]! } : { sameAs: rows[-1 - o.accepted]! };
+    return { ok: true, value: o.accepted >= 0 ? { row: rows[o.accepted]! } : { sameAs: rows[-1 - o.accepted]! } };
   });
 }
 
@@ -447,7 +427,7 @@ async function submit(ctx: AppContext, row: OwnedTransaction, key: CashOutKey): 
 
 /**
  * Step 3 when the rail took the order, in one statement on its own (atomic, no BEGIN/COMMIT round
- * trips): stage 1 -> 2, the event (pix.payout.processing, or pix.payout.queued) and the
+ * trips), which the step 3s of this process that come together share (`sentMarker`): stage 1 -> 2, the event (pix.payout.processing, or pix.payout.queued) and the
  * Idempotency-Key's answer — the record moves only while the request still owns its key. The
  * answer is the record as this move leaves it; undefined when nothing moved (a rail notification
  * or a concurrent repeat moved the record first, or the key was lost): the caller then takes the
@@ -460,7 +440,7 @@ async function recordSent(ctx: AppContext, row: OwnedTransaction, paymentStatus:
   const prepared = key.prepare!(answer.statusCode, answer.body);
   const event = paymentStatus === 'queued' ? 'pix.payout.queued' : 'pix.payout.processing';
   const payload = paymentStatus === 'queued' ? { ...payoutBody(after), queued_at: now.toISOString() } : payoutBody(after);
-  const moved = await repo.markSentWithEvent(ctx.db, row, paymentStatus, now, { event, body: outboxBody(event, payload) }, prepared);
+  const moved = await sentMarker(ctx).submit({ row, paymentStatus, now, event: { event, body: outboxBody(event, payload) }, answer: prepared });
   if (!moved) return undefined;
   if (prepared) {
     // Taken over between the statement's check and its update (the record moved: the new holder
@@ -470,6 +450,15 @@ async function recordSent(ctx: AppContext, row: OwnedTransaction, paymentStatus:
   }
   return answer;
 }
+
+/** Step 3 of the cash-outs of this process: the marks that come together go in one statement. */
+const sentMarker = batcherPer((ctx: AppContext) =>
+  new Batcher<repo.SentMark, { row: OwnedTransaction; recorded: boolean } | undefined>({
+    maxBatch: CASH_OUT_BATCH_MAX,
+    maxInFlight: 2,
+    run: async (marks) => (await repo.markSentWithEvents(ctx.db, marks)).map((value) => ({ ok: true, value })),
+  }),
+);
 
 /**
  * Applies the rail's acknowledgement of a stage-1 record: returns the record after it, or

@@ -64,31 +64,45 @@ export async function onPaymentHeld(tx: Sql, ctx: AppContext, n: Of<'payment.hel
 }
 
 /**
- * The settlement takes the account's books last (the `pending` row, through the ledger's running
- * balance in its last statement) instead of first: it only gives back what its own reservation
- * put in `pending`, reads no balance, and the record's lock (taken first) makes it happen once —
- * so the account lock, which every cash-out of a hot account needs, is held for one statement and
- * the COMMIT instead of the whole transaction. No deadlock with the books-then-record order of the
- * other paths: those touch a cash-out's record only while it is at stage 1 or failed, never while
- * the rail settles it (and a deadlock would be retried).
+ * The `payment.settled` notifications of one delivery batch (or one alone: a batch of one), in the
+ * caller's transaction (issue 12), in two statements for all of them. The records are locked first
+ * (`repo.lockCashOutsForSettlement`), then one statement records the notification ids in rail_inbox
+ * and, for those that were new, writes the ledger transactions (pending -> central bank + fees),
+ * the records settled (stage 3) and their events (`repo.settleCashOuts`). The books are taken last,
+ * by the ledger's running balance in that statement, in ledger-account id order (the lock order of
+ * every money movement): a settlement only gives back what its own reservation put in `pending`
+ * and reads no balance, so the account lock every cash-out of the account needs is held only for
+ * the write and the COMMIT. No deadlock with the books-then-record order of the other paths: those
+ * touch a cash-out's record only while it is at stage 1 or failed, never while the rail settles it
+ * (and a deadlock would be retried).
  */
-export async function onPaymentSettled(tx: Sql, ctx: AppContext, n: Of<'payment.settled'>): Promise<void> {
-  const row = await repo.lockByEndToEndId(tx, n.endToEndId);
-  if (!row || row.kind !== 'cash_out') {
-    ctx.log.warn({ end_to_end_id: n.endToEndId }, 'rail notification for an unknown payout ignored');
-    return;
+export async function onPaymentsSettled(tx: Sql, ctx: AppContext, notifications: readonly Of<'payment.settled'>[]): Promise<void> {
+  const unique = [...new Map(notifications.map((n) => [n.id, n])).values()];
+  const rows = await repo.lockCashOutsForSettlement(tx, unique.map((n) => n.endToEndId));
+  const byEndToEndId = new Map(rows.map((r) => [r.end_to_end_id, r]));
+  const settling = new Set<string>();
+  const items: repo.CashOutSettlement[] = [];
+  for (const n of unique) {
+    const row = byEndToEndId.get(n.endToEndId);
+    if (!row || row.stage === 3 || settling.has(row.id)) continue;
+    settling.add(row.id);
+    addMoney(row.amount, row.fee_amount); // in range (it was reserved)
+    const confirmed = 'pix.payout.confirmed';
+    items.push({
+      notificationId: n.id,
+      row,
+      settledAt: n.settledAt,
+      events: [
+        // As announceAcceptance: a settlement that overtook the acknowledgement of the order.
+        ...(row.stage === 1 ? [{ event: 'pix.payout.processing', body: outboxBody('pix.payout.processing', payoutBody(row)) }] : []),
+        { event: confirmed, body: outboxBody(confirmed, { ...payoutBody(row), settled_at: n.settledAt.toISOString() }) },
+      ],
+    });
   }
-  if (row.stage === 3) return;
-  await announceAcceptance(tx, row);
-  addMoney(row.amount, row.fee_amount); // in range (it was reserved)
-  // The ledger transaction (pending -> central bank + fees), the record settled and
-  // pix.payout.confirmed in one statement; the event's body only carries fields the settlement
-  // does not change.
-  const event = 'pix.payout.confirmed';
-  await repo.settleCashOut(tx, row, n.settledAt, ctx.clock.now(), {
-    event,
-    body: outboxBody(event, { ...payoutBody(row), settled_at: n.settledAt.toISOString() }),
-  });
+  const fresh = await repo.settleCashOuts(tx, unique.map((n) => n.id), items, ctx.clock.now());
+  for (const n of unique) {
+    if (fresh.has(n.id) && !byEndToEndId.has(n.endToEndId)) ctx.log.warn({ end_to_end_id: n.endToEndId }, 'rail notification for an unknown payout ignored');
+  }
 }
 
 export async function onPaymentRejected(tx: Sql, ctx: AppContext, n: Of<'payment.rejected'>): Promise<void> {

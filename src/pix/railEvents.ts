@@ -1,4 +1,5 @@
 import type { AppContext } from '../context.js';
+import type { BatchOutcome } from '../lib/batcher.js';
 import { onInfractionReported, onInfractionResolved } from '../med/infractions.js';
 import { onMedReturnRejected, onMedReturnSettled, sendMedRefund } from '../med/refunds.js';
 import type { NotificationHandler, RailNotification } from '../rail/rail.js';
@@ -17,7 +18,9 @@ import { recordNotification } from './repository.js';
  * sends it again.
  */
 export function railNotificationHandler(ctx: AppContext): NotificationHandler {
-  return async (n: RailNotification) => {
+  const one = async (n: RailNotification): Promise<void> => {
+    // A settlement is applied as a batch of one: its own statement records it in rail_inbox.
+    if (n.kind === 'payment.settled') return ctx.db.transaction((tx) => payouts.onPaymentsSettled(tx, ctx, [n]));
     const medRefund = await ctx.db.transaction(async (tx): Promise<OwnedTransaction | null> => {
       if (!(await recordNotification(tx, n.id, n.kind))) return null;
       switch (n.kind) {
@@ -26,9 +29,6 @@ export function railNotificationHandler(ctx: AppContext): NotificationHandler {
           break;
         case 'payment.held':
           await payouts.onPaymentHeld(tx, ctx, n);
-          break;
-        case 'payment.settled':
-          await payouts.onPaymentSettled(tx, ctx, n);
           break;
         case 'payment.rejected':
           await payouts.onPaymentRejected(tx, ctx, n);
@@ -70,4 +70,41 @@ export function railNotificationHandler(ctx: AppContext): NotificationHandler {
     });
     if (medRefund) await sendMedRefund(ctx, medRefund);
   };
+  return Object.assign(one, { batch: (notifications: RailNotification[]) => handleBatch(ctx, one, notifications) });
+}
+
+type Settled = Extract<RailNotification, { kind: 'payment.settled' }>;
+
+/**
+ * A delivery batch of the rail (at most one notification per subject, so their order does not
+ * matter between them): the `payment.settled` ones applied together in one transaction
+ * (`payouts.onPaymentsSettled`: one commit for all the settlements of the batch instead of one
+ * each), every other kind one by one as before, concurrently. If the settlements' transaction
+ * fails, they are applied one by one, so one bad notification never blocks the others: each
+ * answers with its own outcome (a failed one is delivered again later by the rail).
+ */
+async function handleBatch(ctx: AppContext, one: (n: RailNotification) => Promise<void>, notifications: RailNotification[]): Promise<BatchOutcome<void>[]> {
+  const outcomes = new Map<RailNotification, BatchOutcome<void>>();
+  const each = (list: readonly RailNotification[]) =>
+    Promise.all(
+      list.map((n) =>
+        one(n).then(
+          () => void outcomes.set(n, { ok: true, value: undefined }),
+          (error: unknown) => void outcomes.set(n, { ok: false, error }),
+        ),
+      ),
+    );
+  const settled = notifications.filter((n): n is Settled => n.kind === 'payment.settled');
+  const together = async () => {
+    if (settled.length === 0) return;
+    try {
+      await ctx.db.transaction((tx) => payouts.onPaymentsSettled(tx, ctx, settled));
+      for (const n of settled) outcomes.set(n, { ok: true, value: undefined });
+    } catch (err) {
+      ctx.log.warn({ err, notifications: settled.length }, 'settlement batch failed; applying its notifications one by one');
+      await each(settled);
+    }
+  };
+  await Promise.all([together(), each(notifications.filter((n) => n.kind !== 'payment.settled'))]);
+  return notifications.map((n) => outcomes.get(n)!);
 }

@@ -193,15 +193,11 @@ export async function accountWithHolder(sql: Sql, accountId: number): Promise<Ac
 
 // ---- cash-out in few round trips (issue 12) ----
 
-/** What step 1 of a batch of cash-outs of one account reads, under the account lock. */
+/** What step 1 of a batch of cash-outs reads of one of its accounts, under the account lock. */
 export interface CashOutLockState {
+  account_id: number;
+  merchant_id: number;
   books: { book: string; balance: number }[];
-  /**
-   * True when a transaction committed a change to the account's books between this statement's
-   * snapshot and the moment it got the lock: the other figures read with it may be older than the
-   * lock, so the caller reads again (now holding the lock, nothing can change).
-   */
-  stale: boolean;
   cash_out_fee_cents: number;
   cash_out_max_amount_cents: number;
   cash_out_daily_limit_cents: number;
@@ -215,36 +211,49 @@ export interface CashOutLockState {
 }
 
 /**
- * One statement: locks the books of the account (FOR UPDATE, in id order, as lockAccounts) and
- * reads with them its holder and limits, its usage in `windows` and which of `externalIds` it
- * already has. A locked row is read as of the lock (PostgreSQL re-reads it after waiting); the
- * other rows as of the statement's snapshot, which can be older when the lock was waited for —
- * `stale` tells (a row version of the books newer than the snapshot's), and the caller reads
- * again: every change to usage or external_ids happens under this lock together with a change of
- * the books.
+ * One statement: locks the books of the accounts (FOR UPDATE, in ledger account id order, as
+ * lockAccounts — the lock order of every money movement, so batches of several accounts never
+ * deadlock each other or a TEF) and reads with them each account's holder and limits, its usage in
+ * `windows` and which of `externalIds` it already has. A locked row is read as of the lock
+ * (PostgreSQL re-reads it after waiting); the other rows as of the statement's snapshot, which can
+ * be older when a lock was waited for — `stale` tells (a row version of the books newer than the
+ * snapshot's), and the caller reads again: every change to usage or external_ids happens under
+ * these locks together with a change of the books.
  */
-export async function lockForCashOut(tx: Sql, accountId: number, windows: readonly UsageWindow[], externalIds: readonly string[]): Promise<CashOutLockState> {
-  const [row] = await tx.query<CashOutLockState>(
+export async function lockForCashOuts(
+  tx: Sql,
+  accountIds: readonly number[],
+  windows: readonly UsageWindow[],
+  externalIds: readonly string[],
+): Promise<{ stale: boolean; accounts: Map<number, CashOutLockState> }> {
+  const rows = await tx.query<CashOutLockState & { stale: boolean }>(
     `WITH locked AS MATERIALIZED (
-       SELECT id, book, balance, xmin::text AS version FROM ledger_accounts WHERE account_id = $1 ORDER BY id FOR UPDATE)
-     SELECT (SELECT json_agg(json_build_object('book', l.book, 'balance', l.balance)) FROM locked l) AS books,
-            EXISTS (SELECT 1 FROM locked l JOIN ledger_accounts s ON s.id = l.id WHERE s.xmin::text <> l.version) AS stale,
+       SELECT id, account_id, book, balance, xmin::text AS version FROM ledger_accounts
+        WHERE account_id = ANY($1::bigint[]) ORDER BY id FOR UPDATE),
+     stale AS (SELECT EXISTS (SELECT 1 FROM locked l JOIN ledger_accounts s ON s.id = l.id WHERE s.xmin::text <> l.version) AS stale)
+     SELECT a.id::int AS account_id, a.merchant_id::int AS merchant_id,
+            (SELECT json_agg(json_build_object('book', l.book, 'balance', l.balance)) FROM locked l WHERE l.account_id = a.id) AS books,
+            (SELECT stale FROM stale) AS stale,
             a.cash_out_fee_cents, a.cash_out_max_amount_cents, a.cash_out_daily_limit_cents, a.cash_out_nighttime_limit_cents,
             m.name AS holder_name, m.document AS holder_document,
             (SELECT json_object_agg(u.window_kind, u.amount) FROM cash_out_usage u
                JOIN unnest($2::text[], $3::timestamptz[]) AS w(kind, start) ON u.window_kind = w.kind AND u.window_start = w.start
-              WHERE u.account_id = $1) AS usage,
-            (SELECT json_object_agg(t.external_id, t.id) FROM transactions t WHERE t.account_id = $1 AND t.external_id = ANY($4::text[])) AS existing
-       FROM accounts a JOIN merchants m ON m.id = a.merchant_id WHERE a.id = $1`,
-    [accountId, windows.map((w) => w.kind), windows.map((w) => w.start), externalIds],
+              WHERE u.account_id = a.id) AS usage,
+            (SELECT json_object_agg(t.external_id, t.id) FROM transactions t WHERE t.account_id = a.id AND t.external_id = ANY($4::text[])) AS existing
+       FROM accounts a JOIN merchants m ON m.id = a.merchant_id WHERE a.id = ANY($1::bigint[])`,
+    [accountIds, windows.map((w) => w.kind), windows.map((w) => w.start), externalIds],
   );
-  if (!row) throw new Error(`account ${accountId} not found`);
-  return row;
+  const accounts = new Map<number, CashOutLockState>();
+  for (const { stale: _s, ...row } of rows) accounts.set(Number(row.account_id), row);
+  for (const id of accountIds) if (!accounts.has(id)) throw new Error(`account ${id} not found`);
+  return { stale: rows.some((r) => r.stale), accounts };
 }
 
 /** A cash-out record to create in step 1 (stage 1, payment_status processing). */
 export interface NewCashOut {
   id: string;
+  account_id: number;
+  merchant_id: number;
   transaction_id: string;
   end_to_end_id: string;
   external_id: string | null;
@@ -264,39 +273,37 @@ export interface NewCashOut {
 }
 
 /**
- * One statement for the writes of step 1 of a batch of accepted cash-outs of one account (its
- * books locked by `lockForCashOut`): the usage windows counted (their sum), the records, one
+ * One statement for the writes of step 1 of a batch of accepted cash-outs (their accounts' books
+ * locked by `lockForCashOuts`): the usage windows counted (each account's sum), the records, one
  * ledger transaction available -> pending (amount + fee) per record, and each Idempotency-Key
- * bound to its record. Returns the records and the claim ids bound; the caller checks that every
- * claim was bound (else it rolls back: the key was lost).
+ * bound to its record. Returns the records (in `items` order) and the claim ids bound; the caller
+ * checks that every claim was bound (else it rolls back: the key was lost).
  */
 export async function insertCashOuts(
   tx: Sql,
-  accountId: number,
-  merchantId: number,
   items: readonly NewCashOut[],
   windows: readonly UsageWindow[],
 ): Promise<{ rows: OwnedTransaction[]; bound: Set<number> }> {
-  const total = items.reduce((sum, i) => sum + i.amount, 0);
   const json = JSON.stringify(
     items.map((i, n) => ({ ...i, n, claim_id: i.claim?.id ?? null, claim_token: i.claim?.token ?? null, claim: undefined })),
   );
-  const rows = await tx.query<TransactionRow & { bound: number[] | null }>(
+  const rows = await tx.query<TransactionRow & { bound: number[] | null; n: number }>(
     `WITH items AS MATERIALIZED (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(
-         n int, id uuid, transaction_id text, end_to_end_id text, external_id text, amount bigint, fee_amount bigint,
+         n int, id uuid, account_id bigint, transaction_id text, end_to_end_id text, external_id text, amount bigint, fee_amount bigint,
          description text, counterparty_name text, recipient_key text, recipient_key_type text, recipient_document text,
          recipient_ispb text, request_fingerprint text, metadata jsonb, created_at timestamptz, claim_id bigint, claim_token uuid)),
      usage AS (
        INSERT INTO cash_out_usage (account_id, window_kind, window_start, amount)
-       SELECT $2, w.kind, w.start, $5::bigint FROM unnest($3::text[], $4::timestamptz[]) AS w(kind, start)
+       SELECT i.account_id, w.kind, w.start, sum(i.amount) FROM items i CROSS JOIN unnest($2::text[], $3::timestamptz[]) AS w(kind, start)
+        GROUP BY i.account_id, w.kind, w.start ORDER BY i.account_id, w.kind
        ON CONFLICT (account_id, window_kind, window_start) DO UPDATE SET amount = cash_out_usage.amount + EXCLUDED.amount
        RETURNING 1),
      records AS (
        INSERT INTO transactions (id, transaction_id, account_id, kind, type, direction, status, payment_status, stage,
          end_to_end_id, external_id, amount, fee_amount, description, counterparty_name, recipient_key, recipient_key_type,
          recipient_document, recipient_ispb, request_fingerprint, metadata, created_at)
-       SELECT id, transaction_id, $2, 'cash_out', 'pix', 'outbound', 2, 'processing', 1,
+       SELECT id, transaction_id, account_id, 'cash_out', 'pix', 'outbound', 2, 'processing', 1,
          end_to_end_id, external_id, amount, fee_amount, description, counterparty_name, recipient_key, recipient_key_type,
          recipient_document, recipient_ispb, request_fingerprint, metadata, created_at
          FROM items ORDER BY n
@@ -308,68 +315,94 @@ export async function insertCashOuts(
        INSERT INTO ledger_entries (ledger_transaction_id, ledger_account_id, amount)
        SELECT lt.id, la.id, CASE WHEN la.book = 'available' THEN -(i.amount + i.fee_amount) ELSE i.amount + i.fee_amount END
          FROM lt JOIN items i ON i.transaction_id = lt.reference
-         JOIN ledger_accounts la ON la.account_id = $2 AND la.book IN ('available', 'pending')
-        ORDER BY i.n, la.book = 'pending'
+         JOIN ledger_accounts la ON la.account_id = i.account_id AND la.book IN ('available', 'pending')
+        ORDER BY la.id, i.n
        RETURNING 1),
      bound AS (
        UPDATE idempotency_keys k SET resource_id = i.id::text FROM items i
         WHERE k.id = i.claim_id AND k.owner_token = i.claim_token AND k.status = 'in_progress' AND k.resource_id IS NULL
        RETURNING k.id)
-     SELECT r.*, (SELECT array_agg(id) FROM bound) AS bound, (SELECT count(*) FROM entries)::int AS entry_count
-       FROM records r`,
-    [json, accountId, windows.map((w) => w.kind), windows.map((w) => w.start), total],
+     SELECT r.*, i.n, (SELECT array_agg(id) FROM bound) AS bound, (SELECT count(*) FROM entries)::int AS entry_count
+       FROM records r JOIN items i ON i.id = r.id ORDER BY i.n`,
+    [json, windows.map((w) => w.kind), windows.map((w) => w.start)],
   );
   if (rows.length !== items.length || (rows[0] as unknown as { entry_count: number }).entry_count !== 2 * items.length) {
-    throw new Error(`cash-out batch of account ${accountId}: ${rows.length} records written for ${items.length}`);
+    throw new Error(`cash-out batch: ${rows.length} records written for ${items.length}`);
   }
   const bound = new Set((rows[0]!.bound ?? []).map(Number));
   return {
     bound,
-    rows: rows.map(({ bound: _b, entry_count: _e, ...row }: TransactionRow & { bound: unknown; entry_count?: unknown }) => ({ ...row, merchant_id: merchantId })),
+    rows: rows.map(({ bound: _b, entry_count: _e, n, ...row }: TransactionRow & { bound: unknown; entry_count?: unknown; n: number }) => ({
+      ...row,
+      merchant_id: items[n]!.merchant_id,
+    })),
   };
 }
 
-/**
- * Step 3 of a cash-out the rail took, in one statement: the record moves from stage 1 to stage 2
- * (`processing` or `queued`) unless something moved it first or `answer`'s claim is no longer
- * held, the event is written to the outbox, and the Idempotency-Key's answer recorded — each only
- * if the record moved. Returns the record after the move (undefined: nothing moved) and whether
- * the answer was recorded.
- */
-export async function markSentWithEvent(
-  tx: Sql,
-  row: OwnedTransaction,
-  paymentStatus: 'processing' | 'queued',
-  now: Date,
-  event: { event: string; body: Record<string, unknown> },
-  answer: { id: number; token: string; statusCode: number; body: string } | null,
-): Promise<{ row: OwnedTransaction; recorded: boolean } | undefined> {
-  const [moved] = await tx.query<TransactionRow & { recorded: number }>(
-    `WITH t AS (
-       UPDATE transactions SET stage = 2, payment_status = $2, updated_at = $3
-        WHERE id = $1 AND stage = 1
-          AND ($7::bigint IS NULL OR EXISTS (
-                SELECT 1 FROM idempotency_keys WHERE id = $7 AND owner_token = $8 AND status = 'in_progress'))
-       RETURNING *),
-     ev AS (
-       INSERT INTO outbox_events (event, merchant_id, account_id, subject, payload)
-       SELECT $4, $5, t.account_id, t.transaction_id, $6::jsonb FROM t RETURNING 1),
-     k AS (
-       UPDATE idempotency_keys SET status = 'completed', response_status = $9, response_body = $10
-        WHERE id = $7 AND owner_token = $8 AND status = 'in_progress' AND EXISTS (SELECT 1 FROM t) RETURNING 1)
-     SELECT t.*, (SELECT count(*) FROM k)::int + 0 * (SELECT count(*) FROM ev) AS recorded FROM t`,
-    [row.id, paymentStatus, now, event.event, row.merchant_id, JSON.stringify(event.body), answer?.id ?? null, answer?.token ?? null, answer?.statusCode ?? null, answer?.body ?? null],
-  );
-  if (!moved) return undefined;
-  wakeLocal(tx, 'outbox'); // as emitEvent does: the webhook dispatcher looks once this committed
-  const { recorded, ...rest } = moved;
-  return { row: { ...rest, merchant_id: row.merchant_id }, recorded: recorded === 1 };
+/** Step 3 of one cash-out the rail took (see `markSentWithEvents`). */
+export interface SentMark {
+  row: OwnedTransaction;
+  paymentStatus: 'processing' | 'queued';
+  now: Date;
+  event: { event: string; body: Record<string, unknown> };
+  /** The Idempotency-Key's answer, recorded only while its claim is still held. */
+  answer: { id: number; token: string; statusCode: number; body: string } | null;
 }
 
-/** A record by end-to-end id, locked (FOR UPDATE, read as of the lock). */
-export async function lockByEndToEndId(tx: Sql, endToEndId: string): Promise<OwnedTransaction | undefined> {
-  const [row] = await tx.query<OwnedTransaction>(`${OWNED} WHERE t.end_to_end_id = $1 FOR UPDATE OF t`, [endToEndId]);
-  return row;
+/**
+ * Step 3 of cash-outs the rail took, in one statement for many (atomic on its own, no
+ * BEGIN/COMMIT): each record moves from stage 1 to stage 2 (`processing` or `queued`) unless
+ * something moved it first or its answer's claim is no longer held, its event is written to the
+ * outbox, and its Idempotency-Key's answer recorded — each only if that record moved. Returns, per
+ * mark in order, the record after the move (undefined: nothing moved) and whether the answer was
+ * recorded. A record marked twice in one call moves once (for the first mark).
+ */
+export async function markSentWithEvents(sql: Sql, marks: readonly SentMark[]): Promise<({ row: OwnedTransaction; recorded: boolean } | undefined)[]> {
+  const json = JSON.stringify(
+    marks.map((m, n) => ({
+      n,
+      id: m.row.id,
+      payment_status: m.paymentStatus,
+      updated_at: m.now,
+      event: m.event.event,
+      merchant_id: m.row.merchant_id,
+      payload: m.event.body,
+      claim_id: m.answer?.id ?? null,
+      claim_token: m.answer?.token ?? null,
+      response_status: m.answer?.statusCode ?? null,
+      response_body: m.answer?.body ?? null,
+    })),
+  );
+  const moved = await sql.query<TransactionRow & { n: number; recorded: boolean }>(
+    `WITH items AS MATERIALIZED (
+       SELECT DISTINCT ON (id) * FROM jsonb_to_recordset($1::jsonb) AS x(
+         n int, id uuid, payment_status text, updated_at timestamptz, event text, merchant_id bigint, payload jsonb,
+         claim_id bigint, claim_token uuid, response_status int, response_body text)
+        ORDER BY id, n),
+     t AS (
+       UPDATE transactions tr SET stage = 2, payment_status = i.payment_status, updated_at = i.updated_at
+         FROM items i
+        WHERE tr.id = i.id AND tr.stage = 1
+          AND (i.claim_id IS NULL OR EXISTS (
+                SELECT 1 FROM idempotency_keys k WHERE k.id = i.claim_id AND k.owner_token = i.claim_token AND k.status = 'in_progress'))
+       RETURNING tr.*, i.n),
+     ev AS (
+       INSERT INTO outbox_events (event, merchant_id, account_id, subject, payload)
+       SELECT i.event, i.merchant_id, t.account_id, t.transaction_id, i.payload FROM t JOIN items i ON i.n = t.n ORDER BY t.n RETURNING 1),
+     k AS (
+       UPDATE idempotency_keys k SET status = 'completed', response_status = i.response_status, response_body = i.response_body
+         FROM t JOIN items i ON i.n = t.n
+        WHERE k.id = i.claim_id AND k.owner_token = i.claim_token AND k.status = 'in_progress' RETURNING k.id)
+     SELECT t.*, EXISTS (SELECT 1 FROM k JOIN items i ON i.claim_id = k.id WHERE i.n = t.n) AS recorded FROM t`,
+    [json],
+  );
+  if (moved.length > 0) wakeLocal(sql, 'outbox'); // as emitEvent does: the webhook dispatcher looks once this committed
+  // (A data-modifying CTE runs to completion whether or not the query reads it: `ev` is written.)
+  const byMark = new Map(moved.map(({ n, recorded, ...row }) => [n, { row, recorded }]));
+  return marks.map((m, n) => {
+    const done = byMark.get(n);
+    return done && { row: { ...done.row, merchant_id: m.row.merchant_id }, recorded: done.recorded };
+  });
 }
 
 /**
@@ -390,43 +423,97 @@ export async function findByEndToEndIdLockingCashOutAccount(tx: Sql, endToEndId:
   return rest;
 }
 
+// ---- settlements of a delivery batch in one transaction (issue 12) ----
+
 /**
- * The settlement of a cash-out (its books and record locked) in one statement: the ledger
- * transaction pending -> central bank (+ fees), the record settled (stage 3) and its event.
+ * The cash-outs with these end-to-end ids locked for their settlement (FOR UPDATE, in id order,
+ * each read as of its lock), in one statement. Their accounts' books are not locked here: the
+ * write (`settleCashOuts`) takes them, in ledger-account id order, so that they are held only
+ * for that statement and the COMMIT — on busy accounts the cash-outs' reserve batches queue on
+ * those same rows.
  */
-export async function settleCashOut(
-  tx: Sql,
-  row: OwnedTransaction,
-  settledAt: Date,
-  now: Date,
-  event: { event: string; body: Record<string, unknown> },
-): Promise<OwnedTransaction> {
-  const codes = [`account:${row.account_id}:pending`, 'institution:central_bank'];
-  const amounts = [-(row.amount + row.fee_amount), row.amount];
-  if (row.fee_amount > 0) {
-    codes.push('institution:fees');
-    amounts.push(row.fee_amount);
-  }
-  const [settled] = await tx.query<TransactionRow & { entry_count: number }>(
-    `WITH lt AS (
-       INSERT INTO ledger_transactions (kind, reference) VALUES ('cash_out_settle', $2) RETURNING id),
+export async function lockCashOutsForSettlement(tx: Sql, endToEndIds: readonly string[]): Promise<OwnedTransaction[]> {
+  return tx.query<OwnedTransaction>(
+    `SELECT t.*, a.merchant_id FROM transactions t JOIN accounts a ON a.id = t.account_id
+      WHERE t.end_to_end_id = ANY($1::text[]) AND t.kind = 'cash_out'
+      ORDER BY t.id FOR UPDATE OF t`,
+    [endToEndIds],
+  );
+}
+
+/** A cash-out to settle in `settleCashOuts`, its record locked and not yet at stage 3. */
+export interface CashOutSettlement {
+  /** The rail notification that settles it: applied only if its id is new in rail_inbox. */
+  notificationId: string;
+  row: OwnedTransaction;
+  settledAt: Date;
+  /** Outbox events to write, in order (`pix.payout.processing` first for a record still at stage 1). */
+  events: { event: string; body: Record<string, unknown> }[];
+}
+
+/**
+ * The writes of the settlements of one delivery batch (records locked by
+ * `lockCashOutsForSettlement`) in one statement — the entries written in ledger-account id order, so
+ * the running balances take the accounts' pending books in the lock order of every money movement
+ * (two batches, or a batch and a reserve batch, never deadlock): every notification id of `notificationIds` into
+ * rail_inbox (ON CONFLICT DO NOTHING: a redelivered id does nothing), and for each settlement whose
+ * notification was new the ledger transaction (pending -> central bank + fees),
+ * the record settled (stage 3) and its events. Returns the notification ids that were new.
+ */
+export async function settleCashOuts(tx: Sql, notificationIds: readonly string[], items: readonly CashOutSettlement[], now: Date): Promise<Set<string>> {
+  const json = JSON.stringify(
+    items.map((s, n) => ({
+      n,
+      notification_id: s.notificationId,
+      id: s.row.id,
+      transaction_id: s.row.transaction_id,
+      account_id: s.row.account_id,
+      merchant_id: s.row.merchant_id,
+      amount: s.row.amount,
+      fee_amount: s.row.fee_amount,
+      settled_at: s.settledAt.toISOString(),
+      events: s.events.map((e, k) => ({ k, event: e.event, payload: e.body })),
+    })),
+  );
+  const [result] = await tx.query<{ fresh: string[] | null; items: number; entries: number; expected_entries: number; settled: number; events: number; expected_events: number }>(
+    `WITH ins AS (
+       INSERT INTO rail_inbox (notification_id, kind) SELECT id, 'payment.settled' FROM unnest($1::text[]) AS x(id)
+       ON CONFLICT (notification_id) DO NOTHING RETURNING notification_id),
+     items AS MATERIALIZED (
+       SELECT i.* FROM jsonb_to_recordset($2::jsonb) AS i(n int, notification_id text, id uuid, transaction_id text, account_id bigint,
+         merchant_id bigint, amount bigint, fee_amount bigint, settled_at timestamptz, events jsonb)
+        WHERE i.notification_id IN (SELECT notification_id FROM ins)),
+     lt AS (
+       INSERT INTO ledger_transactions (kind, reference) SELECT 'cash_out_settle', transaction_id FROM items ORDER BY n RETURNING id, reference),
      entries AS (
        INSERT INTO ledger_entries (ledger_transaction_id, ledger_account_id, amount)
-       SELECT lt.id, la.id, v.amount FROM lt
-        CROSS JOIN unnest($3::text[], $4::bigint[]) WITH ORDINALITY AS v(code, amount, n)
-         JOIN ledger_accounts la ON la.code = v.code ORDER BY v.n
+       SELECT lt.id, la.id, v.amount FROM lt JOIN items i ON i.transaction_id = lt.reference
+        CROSS JOIN LATERAL (VALUES (1, 'account:' || i.account_id || ':pending', -(i.amount + i.fee_amount)),
+                                   (2, 'institution:central_bank', i.amount), (3, 'institution:fees', i.fee_amount)) AS v(k, code, amount)
+         JOIN ledger_accounts la ON la.code = v.code
+        WHERE v.amount <> 0 ORDER BY la.id, i.n, v.k
        RETURNING 1),
      t AS (
-       UPDATE transactions SET status = 1, payment_status = 'settled', stage = 3, completed_at = $5, updated_at = $6
-        WHERE id = $1 RETURNING *),
+       UPDATE transactions r SET status = 1, payment_status = 'settled', stage = 3, completed_at = i.settled_at, updated_at = $3
+         FROM items i WHERE r.id = i.id RETURNING r.id),
      ev AS (
        INSERT INTO outbox_events (event, merchant_id, account_id, subject, payload)
-       SELECT $7, $8, t.account_id, t.transaction_id, $9::jsonb FROM t RETURNING 1)
-     SELECT t.*, (SELECT count(*) FROM entries)::int + 0 * (SELECT count(*) FROM ev)::int AS entry_count FROM t`,
-    [row.id, row.transaction_id, codes, amounts, settledAt, now, event.event, row.merchant_id, JSON.stringify(event.body)],
+       SELECT e.event, i.merchant_id, i.account_id, i.transaction_id, e.payload
+         FROM items i JOIN t ON t.id = i.id
+        CROSS JOIN LATERAL jsonb_to_recordset(i.events) AS e(k int, event text, payload jsonb)
+        ORDER BY i.n, e.k
+       RETURNING 1)
+     SELECT (SELECT array_agg(notification_id) FROM ins) AS fresh, (SELECT count(*) FROM items)::int AS items,
+            (SELECT count(*) FROM entries)::int AS entries,
+            (SELECT COALESCE(sum(CASE WHEN fee_amount > 0 THEN 3 ELSE 2 END), 0) FROM items)::int AS expected_entries,
+            (SELECT count(*) FROM t)::int AS settled, (SELECT count(*) FROM ev)::int AS events,
+            (SELECT COALESCE(sum(jsonb_array_length(events)), 0) FROM items)::int AS expected_events`,
+    [notificationIds, json, now],
   );
-  if (!settled || settled.entry_count !== codes.length) throw new Error(`settlement of ${row.transaction_id} wrote ${settled?.entry_count ?? 0} entries`);
-  wakeLocal(tx, 'outbox'); // as emitEvent does
-  const { entry_count: _n, ...rest } = settled;
-  return { ...rest, merchant_id: row.merchant_id };
+  const r = result!;
+  if (r.entries !== r.expected_entries || r.settled !== r.items || r.events !== r.expected_events) {
+    throw new Error(`settlement batch: ${r.settled} of ${r.items} records, ${r.entries} of ${r.expected_entries} entries, ${r.events} of ${r.expected_events} events written`);
+  }
+  if (r.items > 0) wakeLocal(tx, 'outbox'); // as emitEvent does
+  return new Set(r.fresh ?? []);
 }

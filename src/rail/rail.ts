@@ -1,4 +1,5 @@
 import type { BackgroundWorker } from '../context.js';
+import type { BatchOutcome } from '../lib/batcher.js';
 import type { PixKeyType } from '../pix/keys.js';
 
 /**
@@ -141,7 +142,16 @@ export const INFRACTION_DECISIONS = ['accepted', 'rejected', 'cancelled'] as con
 export type InfractionDecision = (typeof INFRACTION_DECISIONS)[number];
 
 export type RailNotificationKind = RailNotification['kind'];
-export type NotificationHandler = (notification: RailNotification) => Promise<void>;
+/**
+ * The service's handler: applies one notification (throws when it could not; the rail delivers it
+ * again later). `batch`, when present, applies several at once — the rail's delivery batch, at most
+ * one notification per subject — and answers each one on its own; a rail that delivers in batches
+ * calls it instead of the handler once per notification.
+ */
+export interface NotificationHandler {
+  (notification: RailNotification): Promise<void>;
+  batch?: (notifications: RailNotification[]) => Promise<BatchOutcome<void>[]>;
+}
 
 export interface Rail {
   readonly directory: KeyDirectory;

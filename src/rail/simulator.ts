@@ -4,6 +4,7 @@ import type { BackgroundWorker } from '../context.js';
 import type { Database, Sql } from '../db/db.js';
 import { afterCommit, UNIQUE_VIOLATION, sqlState } from '../db/db.js';
 import { bankName } from '../lib/banks.js';
+import { Batcher, type BatchOutcome } from '../lib/batcher.js';
 import type { Clock } from '../lib/clock.js';
 import { BASE_UNITS_PER_CENT } from '../lib/money.js';
 import {
@@ -50,6 +51,9 @@ const DUE_BATCH = 200;
 const FLUSH_TIMEOUT_MS = 10_000;
 const SAFETY_POLL_MS = 1000;
 const WAKE_STEP_MS = 20;
+/** Look-ups and payment orders gathered into one statement (src/lib/batcher.ts), and such statements at once. */
+const CALL_BATCH = 100;
+const CALLS_IN_FLIGHT = 2;
 
 export type SandboxOutcome<T = void> = { ok: true; value: T } | { ok: false; reason: 'not_found' | 'conflict' | 'unprocessable'; detail: string };
 
@@ -70,9 +74,17 @@ export class SimulatedRail implements Rail {
   readonly directory: KeyDirectory;
   readonly random: SeededRandom;
   private handler: NotificationHandler | undefined;
+  /**
+   * Concurrent calls of the cash-out path, each kind answered by one statement (issue 12): the
+   * directory look-ups of one event-loop turn, and the payment orders.
+   */
+  private readonly lookups: Batcher<string, DirectoryEntry | null>;
+  private readonly orders: Batcher<PaymentOrder, store.Taken>;
 
   constructor(private readonly options: SimulatorOptions) {
     this.random = new SeededRandom(options.seed);
+    this.lookups = new Batcher({ maxBatch: CALL_BATCH, maxInFlight: CALLS_IN_FLIGHT, run: (keys) => this.lookupKeys(keys) });
+    this.orders = new Batcher({ maxBatch: CALL_BATCH, maxInFlight: CALLS_IN_FLIGHT, run: (orders) => this.takePayments(orders) });
     this.directory = {
       registerKey: (r) => this.registerKey(r),
       removeKey: (key) => this.removeKey(key),
@@ -173,19 +185,30 @@ export class SimulatedRail implements Rail {
     await this.options.db.query('DELETE FROM sim_dict_entries WHERE key = $1 AND ispb = $2', [key, this.options.institutionIspb]);
   }
 
-  private async lookupKey(key: string): Promise<DirectoryEntry | null> {
-    const row = await store.findDictEntry(this.options.db, key);
-    if (!row) return null;
-    return {
-      key: row.key,
-      type: row.type,
-      name: row.name,
-      document: row.document,
-      ispb: row.ispb,
-      bankName: row.bank_name ?? bankName(row.ispb, { ispb: this.options.institutionIspb, name: this.options.institutionName }),
-      accountId: row.account_id,
-      fraudFlagged: row.fraud_flagged,
-    };
+  private lookupKey(key: string): Promise<DirectoryEntry | null> {
+    return this.lookups.submit(key);
+  }
+
+  /** The look-ups of one batch in one statement; each key answered with its entry or null. */
+  private async lookupKeys(keys: string[]): Promise<BatchOutcome<DirectoryEntry | null>[]> {
+    const rows = await store.findDictEntries(this.options.db, keys);
+    return keys.map((key) => {
+      const row = rows.get(key);
+      if (!row) return { ok: true, value: null };
+      return {
+        ok: true,
+        value: {
+          key: row.key,
+          type: row.type,
+          name: row.name,
+          document: row.document,
+          ispb: row.ispb,
+          bankName: row.bank_name ?? bankName(row.ispb, { ispb: this.options.institutionIspb, name: this.options.institutionName }),
+          accountId: row.account_id,
+          fraudFlagged: row.fraud_flagged,
+        },
+      };
+    });
   }
 
   // ---- settlement (SPI) ----
@@ -220,37 +243,54 @@ export class SimulatedRail implements Rail {
   }
 
   /**
-   * One statement (store.takeOutboundPayment): the directory entry, the payment inserted (or the
-   * one already taken under this end-to-end id), the stall switch; then the answer after the stall.
+   * The order taken together with the others of its batch (`takePayments`, one statement); then
+   * the answer after the stall switch, each caller on its own (a delayed answer never holds the
+   * batcher up).
    */
   private async takePaymentAndAnswer(order: PaymentOrder): Promise<PaymentAck> {
-    const { db, clock, institutionIspb } = this.options;
-    const now = clock.now();
-    const taken = await store.takeOutboundPayment(db, {
-      end_to_end_id: order.endToEndId,
-      transaction_id: order.transactionId,
-      amount: order.amount,
-      payer_name: order.payer.name,
-      payer_document: order.payer.document,
-      payer_ispb: order.payer.ispb,
-      payer_account_id: order.payer.accountId,
-      receiver_key: order.receiverKey,
-      description: order.description,
-      txid: order.txid,
-      created_at: now,
-      protectionDue: new Date(now.getTime() + this.options.protectionMs),
-      settlementDue: new Date(now.getTime() + this.options.settlementMs),
-      institutionIspb,
-      refusals: { keyNotFound: REJECTION.keyNotFound.code, sameInstitution: REJECTION.sameInstitution.code },
-    });
-    // This process's engine settles it when due (a crash: another process's safety-net poll).
-    if (taken.inserted) this.wakeEngine(Date.now() + (taken.status === 'protection' ? this.options.protectionMs : this.options.settlementMs));
+    const taken = await this.orders.submit(order);
     // A key with behaviour `timeout`: the rail does not take new orders for it; one it already has
     // is acknowledged again.
     const ack: PaymentAck = taken.status === null ? { status: 'timeout' } : taken.status === 'protection' ? { status: 'queued' } : { status: 'accepted' };
     if (taken.stall.drop) return new Promise<PaymentAck>(() => {});
     if (taken.stall.delay_ms > 0) await new Promise((r) => setTimeout(r, taken.stall.delay_ms).unref());
     return ack;
+  }
+
+  /**
+   * One statement for the orders of a batch (store.takeOutboundPayments): the directory entries,
+   * the payments inserted (or the ones already taken under their end-to-end ids), the stall switch.
+   * If it fails, each order is taken alone (a statement of one), so that one bad order (a
+   * transaction id another order took) does not refuse the others.
+   */
+  private async takePayments(orders: PaymentOrder[]): Promise<BatchOutcome<store.Taken>[]> {
+    const { db, clock, institutionIspb } = this.options;
+    const now = clock.now();
+    const terms: store.TakeTerms = {
+      created_at: now,
+      protectionDue: new Date(now.getTime() + this.options.protectionMs),
+      settlementDue: new Date(now.getTime() + this.options.settlementMs),
+      institutionIspb,
+      refusals: { keyNotFound: REJECTION.keyNotFound.code, sameInstitution: REJECTION.sameInstitution.code },
+    };
+    const wake = (taken: store.Taken) => {
+      // This process's engine settles it when due (a crash: another process's safety-net poll).
+      if (taken.inserted) this.wakeEngine(Date.now() + (taken.status === 'protection' ? this.options.protectionMs : this.options.settlementMs));
+      return taken;
+    };
+    try {
+      return (await store.takeOutboundPayments(db, orders.map(outboundOrder), terms)).map((taken) => ({ ok: true, value: wake(taken) }));
+    } catch (err) {
+      if (orders.length === 1) throw err;
+      return Promise.all(
+        orders.map((order) =>
+          store.takeOutboundPayments(db, [outboundOrder(order)], terms).then(
+            ([taken]): BatchOutcome<store.Taken> => ({ ok: true, value: wake(taken!) }),
+            (error: unknown): BatchOutcome<store.Taken> => ({ ok: false, error }),
+          ),
+        ),
+      );
+    }
   }
 
   private async takeReturn(order: ReturnOrder): Promise<ReturnAck> {
@@ -623,25 +663,43 @@ export class SimulatedRail implements Rail {
     return notificationId;
   }
 
-  /** Delivers leased notifications to the handler; a failure is retried later with backoff. */
+  /**
+   * Delivers leased notifications to the handler — all of them in one call when it takes batches
+   * (the service applies the settlements of the batch in one transaction), else one call each,
+   * concurrently; the lease gives at most one notification per subject, so their order does not
+   * matter between them. A failure is retried later with backoff.
+   */
   private async deliver(): Promise<number> {
     const handler = this.handler;
     if (!handler) return 0;
     const { db, clock, log } = this.options;
     const now = clock.now();
     const rows = await store.claimNotifications(db, now, new Date(now.getTime() + DELIVERY_LEASE_MS), DELIVERY_BATCH);
+    if (rows.length === 0) return 0;
+    const notifications = rows.map(toNotification);
+    const outcomes: BatchOutcome<void>[] = handler.batch
+      ? await handler.batch(notifications).catch((error: unknown) => notifications.map(() => ({ ok: false as const, error })))
+      : await Promise.all(
+          notifications.map((n) =>
+            handler(n).then(
+              (): BatchOutcome<void> => ({ ok: true, value: undefined }),
+              (error: unknown): BatchOutcome<void> => ({ ok: false, error }),
+            ),
+          ),
+        );
     const delivered: number[] = [];
     await Promise.all(
-      rows.map(async (row) => {
-        try {
-          await handler(toNotification(row));
+      rows.map(async (row, i) => {
+        const outcome = outcomes[i] ?? { ok: false, error: new Error('the handler did not answer this notification') };
+        if (outcome.ok) {
           delivered.push(row.id);
-        } catch (err) {
-          const backoff = Math.min(30_000, 100 * 2 ** Math.min(row.attempts, 9));
-          log.warn({ err, notification: row.notification_id, attempts: row.attempts }, 'rail notification handler failed; will retry');
-          await store.deferNotification(db, row.id, new Date(clock.now().getTime() + backoff), (err as Error).message ?? String(err));
-          this.wakeEngine(Date.now() + backoff);
+          return;
         }
+        const err = outcome.error;
+        const backoff = Math.min(30_000, 100 * 2 ** Math.min(row.attempts, 9));
+        log.warn({ err, notification: row.notification_id, attempts: row.attempts }, 'rail notification handler failed; will retry');
+        await store.deferNotification(db, row.id, new Date(clock.now().getTime() + backoff), (err as Error)?.message ?? String(err));
+        this.wakeEngine(Date.now() + backoff);
       }),
     );
     // Applied notifications are deleted together (a crash before this redelivers them: the
@@ -664,6 +722,21 @@ export class SimulatedRail implements Rail {
     }
     this.options.log.warn({ notifications: notificationIds }, 'sandbox notification not delivered within 10 s');
   }
+}
+
+function outboundOrder(order: PaymentOrder): store.OutboundOrder {
+  return {
+    end_to_end_id: order.endToEndId,
+    transaction_id: order.transactionId,
+    amount: order.amount,
+    payer_name: order.payer.name,
+    payer_document: order.payer.document,
+    payer_ispb: order.payer.ispb,
+    payer_account_id: order.payer.accountId,
+    receiver_key: order.receiverKey,
+    description: order.description,
+    txid: order.txid,
+  };
 }
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;

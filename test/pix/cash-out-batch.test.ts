@@ -13,9 +13,10 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 import { recordStatements } from '../helpers/statements.js';
 
 /**
- * Issue 12: concurrent cash-outs of one account are coalesced into one transaction per batch
- * (src/pix/cashOut.ts, reserveInBatch). Each request still gets its own answer or its own error,
- * the account is never overdrawn, a limit refusal or a repeat inside a batch touches no other item.
+ * Issue 12: concurrent cash-outs of one process are coalesced into one transaction per batch,
+ * whatever their accounts (src/pix/cashOut.ts, reserveInBatch). Each request still gets its own
+ * answer or its own error, no account is ever overdrawn, a limit refusal or a repeat inside a batch
+ * touches no other item.
  */
 const NO_KEY: CashOutKey = { resumes: null, bind: async () => {}, record: async () => {}, claim: null, prepare: () => null };
 
@@ -36,9 +37,14 @@ describe.each(BACKENDS)('cash-outs of one account in batches on %s', (backend) =
   });
 
   /** Cash-outs started together (in this order) on the account, straight through src/pix/cashOut.ts. */
-  async function together(m: MerchantFixture, bodies: Record<string, unknown>[]): Promise<Outcome[]> {
+  function together(m: MerchantFixture, bodies: Record<string, unknown>[]): Promise<Outcome[]> {
+    return acrossAccounts(bodies.map((body) => [m, body]));
+  }
+
+  /** Cash-outs started together (in this order), each on its own account. */
+  async function acrossAccounts(calls: [MerchantFixture, Record<string, unknown>][]): Promise<Outcome[]> {
     return Promise.all(
-      bodies.map((body) =>
+      calls.map(([m, body]) =>
         cashOut(s.ctx, { merchantId: m.merchantId, accountId: m.accountId }, parseCashOut({ pix_key: receiver, ...body }), NO_KEY).then(
           (answer): Outcome => ({ ok: true, answer }),
           (err: unknown): Outcome => {
@@ -85,6 +91,50 @@ describe.each(BACKENDS)('cash-outs of one account in batches on %s', (backend) =
       [m.accountId],
     );
     expect(reserves!.n).toBe(k);
+    await expectLedgerConsistent(s.ctx.db);
+  });
+
+  it('cash-outs of several accounts share a batch: one lock statement and one commit for all, each account checked against its own balance, limits and external_ids', async () => {
+    const rich = await merchantWithKey(s, { depositCents: 100_000 });
+    const poor = await merchantWithKey(s, { depositCents: 2_500 });
+    const limited = await merchantWithKey(s, { depositCents: 100_000 });
+    await s.ctx.db.query('UPDATE accounts SET cash_out_max_amount_cents = 1500 WHERE id = $1', [limited.accountId]);
+    const calls: [MerchantFixture, Record<string, unknown>][] = [
+      [rich, { amount: 1000, external_id: 'same-id' }],
+      [poor, { amount: 1000, external_id: 'same-id' }], // the same external_id on another account: its own order
+      [limited, { amount: 2000 }], // above its per-operation limit
+      [poor, { amount: 1000 }],
+      [rich, { amount: 1000, external_id: 'same-id' }], // a repeat on the first account
+      [poor, { amount: 1000 }], // the third: beyond the poor account's balance
+      [limited, { amount: 1000 }],
+    ];
+    const counter = recordStatements(s.ctx.db);
+    let outcomes: Outcome[];
+    try {
+      outcomes = await acrossAccounts(calls);
+    } finally {
+      counter.stop();
+    }
+    const locks = counter.log.filter((st) => LOCKS.test(st.text));
+    console.log(`${calls.length} concurrent cash-outs of 3 accounts on ${backend}: ${locks.length} reserve transactions`);
+    // On PGlite the directory answers in call order, so all seven reach the batcher in one turn; on
+    // PostgreSQL the look-ups finish on several connections, so they may split into a few batches.
+    if (backend === 'pglite') expect(locks.length).toBe(1);
+    else expect(locks.length).toBeLessThan(calls.length);
+    const summary = outcomes.map((o) => (o.ok ? o.answer.statusCode : o.code));
+    expect([summary[0], summary[2], summary[4], summary[6]]).toEqual([200, 'amount_limit_exceeded', 200, 200]);
+    // The poor account's three: two accepted, the one that came last (arrival order) refused.
+    expect([summary[1], summary[3], summary[5]].sort()).toEqual([200, 200, 'insufficient_balance']);
+    if (backend === 'pglite') expect(summary[5]).toBe('insufficient_balance');
+    const ids = outcomes.map((o) => (o.ok ? o.answer.body.transaction_id : null));
+    expect(ids[4]).toBe(ids[0]); // the repeat answers with the first order
+    expect(ids[1]).not.toBe(ids[0]);
+    expect((await cashOuts(rich)).map((r) => r.external_id)).toEqual(['same-id']);
+    expect(await cashOuts(poor)).toHaveLength(2);
+    expect((await cashOuts(limited)).map((r) => r.amount)).toEqual([1000 * 100]);
+    for (const id of ids) if (id) await waitFor(() => txRow(s.ctx.db, id), (r) => r.stage === 3);
+    expect(await balances(s.ctx.db, poor.accountId)).toEqual({ available: 500 * 100, blocked: 0, pending: 0 });
+    expect(await balances(s.ctx.db, rich.accountId)).toEqual({ available: 99_000 * 100, blocked: 0, pending: 0 });
     await expectLedgerConsistent(s.ctx.db);
   });
 

@@ -26,7 +26,7 @@ const EXPECTED = {
   reserve: 4, // was 9: BEGIN, lock books, read external_id, read holder, usage upsert, insert record, ledger, bind key, COMMIT
   send: 1, // was 3: directory entry, insert payment, read stall switch
   record: 1, // was 5: BEGIN, mark sent, outbox event, idempotency answer, COMMIT
-  settle: 9, // was 20: two transactions of the engine, a per-notification delete, nine in the handler's transaction
+  settle: 8, // was 20, then 9: the handler's transaction is now the delivery batch's (even of one): BEGIN, lock books and record, inbox + settlement, COMMIT (record lock and rail_inbox insert no longer separate statements)
 };
 
 /** Splits the statements of one cash-out into its steps (they run one after another). */

@@ -59,9 +59,10 @@ export interface SimNotificationRow {
   attempts: number;
 }
 
-export async function findDictEntry(sql: Sql, key: string): Promise<DictRow | undefined> {
-  const [row] = await sql.query<DictRow>('SELECT * FROM sim_dict_entries WHERE key = $1', [key]);
-  return row;
+/** The directory entries of several keys in one statement, by key (a key not registered: absent). */
+export async function findDictEntries(sql: Sql, keys: readonly string[]): Promise<Map<string, DictRow>> {
+  const rows = await sql.query<DictRow>('SELECT * FROM sim_dict_entries WHERE key = ANY($1::text[])', [[...new Set(keys)]]);
+  return new Map(rows.map((r) => [r.key, r]));
 }
 
 /** Registers or updates a key of another institution; refuses to touch a key of this institution's accounts. */
@@ -208,63 +209,34 @@ export async function writeStall(sql: Sql, stall: RailStall, now: Date): Promise
 }
 
 
-/**
- * A payment order taken by the rail, in one statement: the receiver's directory entry decides
- * (no entry: rejected with `refusals.keyNotFound`; a key of the paying institution: rejected with
- * `refusals.sameInstitution`; `fraud_flagged`: queued by protection until `protectionDue`, else in
- * flight until `settlementDue`); a key with behaviour `timeout` takes no new order. The payment is
- * inserted unless its end-to-end id exists (the rail deduplicates); the stall switch is read too.
- * `inserted`: this statement took the payment (the caller wakes its engine for when it is due).
- * `status` is the payment's status after this (inserted or existing), null when there is none.
- */
-export async function takeOutboundPayment(
-  sql: Sql,
-  p: {
-    end_to_end_id: string;
-    transaction_id: string;
-    amount: number;
-    payer_name: string;
-    payer_document: string;
-    payer_ispb: string;
-    payer_account_id: number;
-    receiver_key: string;
-    description: string | null;
-    txid: string | null;
-    created_at: Date;
-    protectionDue: Date;
-    settlementDue: Date;
-    institutionIspb: string;
-    refusals: { keyNotFound: string; sameInstitution: string };
-  },
-): Promise<{ behavior: SimBehavior | null; status: SimStatus | null; inserted: boolean; stall: RailStall }> {
-  const [row] = await sql.query<{ behavior: SimBehavior | null; inserted: SimStatus | null; existing: SimStatus | null; delay_ms: number | null; drop: boolean | null }>(
-    `WITH d AS (
-       SELECT o.*, CASE WHEN e.key IS NULL THEN $13 WHEN e.ispb = $12 THEN $14 END AS refusal, e.key AS found_key, e.name, e.document,
-              e.ispb, e.behavior, e.fraud_flagged
-         FROM (SELECT 1) o LEFT JOIN sim_dict_entries e ON e.key = $8),
-     ins AS (
-       INSERT INTO sim_payments (end_to_end_id, kind, direction, transaction_id, amount, payer_name, payer_document, payer_ispb,
-         payer_account_id, receiver_key, receiver_name, receiver_document, receiver_ispb, behavior, reason_code, status,
-         description, txid, due_at, created_at)
-       SELECT $1, 'payment', 'outbound', $2, $3, $4, $5, $6, $7, $8, d.name, d.document, COALESCE(d.ispb, '00000000'),
-              CASE WHEN d.refusal IS NOT NULL THEN 'reject' ELSE d.behavior END, d.refusal,
-              CASE WHEN d.fraud_flagged AND d.refusal IS NULL THEN 'protection' ELSE 'in_flight' END,
-              $9, $10, CASE WHEN d.fraud_flagged AND d.refusal IS NULL THEN $15::timestamptz ELSE $16::timestamptz END, $11
-         FROM d WHERE d.behavior IS DISTINCT FROM 'timeout'
-       ON CONFLICT (end_to_end_id) DO NOTHING RETURNING status, due_at)
-     SELECT (SELECT behavior FROM d) AS behavior, (SELECT status FROM ins) AS inserted,
-            (SELECT status FROM sim_payments WHERE end_to_end_id = $1) AS existing,
-            s.delay_ms, s.drop_answer AS drop
-       FROM (SELECT 1) o LEFT JOIN sim_rail_stall s ON s.id = 1`,
-    [
-      p.end_to_end_id, p.transaction_id, p.amount, p.payer_name, p.payer_document, p.payer_ispb, p.payer_account_id, p.receiver_key,
-      p.description, p.txid, p.created_at, p.institutionIspb, p.refusals.keyNotFound, p.refusals.sameInstitution, p.protectionDue, p.settlementDue,
-    ],
-  );
-  let status = row!.inserted ?? row!.existing;
-  // Inserted concurrently by another statement that committed after this one's snapshot.
-  if (status === null && row!.behavior !== 'timeout') status = (await findPayment(sql, p.end_to_end_id))?.status ?? null;
-  return { behavior: row!.behavior, status, inserted: row!.inserted !== null, stall: { delay_ms: row!.delay_ms ?? 0, drop: row!.drop ?? false } };
+/** A payment order as the rail takes it (`takeOutboundPayments`). */
+export interface OutboundOrder {
+  end_to_end_id: string;
+  transaction_id: string;
+  amount: number;
+  payer_name: string;
+  payer_document: string;
+  payer_ispb: string;
+  payer_account_id: number;
+  receiver_key: string;
+  description: string | null;
+  txid: string | null;
+}
+
+/** What decides how an order is taken, the same for every order taken at one instant. */
+export interface TakeTerms {
+  created_at: Date;
+  protectionDue: Date;
+  settlementDue: Date;
+  institutionIspb: string;
+  refusals: { keyNotFound: string; sameInstitution: string };
+}
+
+export interface Taken {
+  behavior: SimBehavior | null;
+  status: SimStatus | null;
+  inserted: boolean;
+  stall: RailStall;
 }
 
 /**
@@ -298,4 +270,66 @@ export async function settleDuePayments(sql: Sql, now: Date, limit: number): Pro
 
 export async function deleteNotifications(sql: Sql, ids: readonly number[]): Promise<void> {
   if (ids.length > 0) await sql.query('DELETE FROM sim_notifications WHERE id = ANY($1::bigint[])', [ids]);
+}
+
+/**
+ * Payment orders taken by the rail, in one statement, answered in the orders' order. For each, the
+ * receiver's directory entry decides (no entry: rejected with `refusals.keyNotFound`; a key of the
+ * paying institution: rejected with `refusals.sameInstitution`; `fraud_flagged`: queued by
+ * protection until `protectionDue`, else in flight until `settlementDue`); a key with behaviour
+ * `timeout` takes no new order. A payment is inserted unless its end-to-end id exists (the rail
+ * deduplicates; an end-to-end id twice among the orders is one order: one payment, both answered
+ * with it); the stall switch is read too. `inserted`: this statement took the payment (the caller
+ * wakes its engine for when it is due). `status` is the payment's status after this (inserted or
+ * existing), null when there is none.
+ */
+export async function takeOutboundPayments(sql: Sql, orders: readonly OutboundOrder[], t: TakeTerms): Promise<Taken[]> {
+  const rows = await sql.query<{ behavior: SimBehavior | null; inserted: SimStatus | null; existing: SimStatus | null; delay_ms: number | null; drop: boolean | null }>(
+    `WITH o AS MATERIALIZED (
+       SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(n int, end_to_end_id text, transaction_id text, amount bigint, payer_name text,
+         payer_document text, payer_ispb text, payer_account_id bigint, receiver_key text, description text, txid text)),
+     d AS MATERIALIZED (
+       SELECT o.*, CASE WHEN e.key IS NULL THEN $4 WHEN e.ispb = $3 THEN $5 END AS refusal, e.name, e.document, e.ispb, e.behavior, e.fraud_flagged
+         FROM o LEFT JOIN sim_dict_entries e ON e.key = o.receiver_key),
+     ins AS (
+       INSERT INTO sim_payments (end_to_end_id, kind, direction, transaction_id, amount, payer_name, payer_document, payer_ispb,
+         payer_account_id, receiver_key, receiver_name, receiver_document, receiver_ispb, behavior, reason_code, status,
+         description, txid, due_at, created_at)
+       SELECT DISTINCT ON (d.end_to_end_id) d.end_to_end_id, 'payment', 'outbound', d.transaction_id, d.amount, d.payer_name, d.payer_document,
+              d.payer_ispb, d.payer_account_id, d.receiver_key, d.name, d.document, COALESCE(d.ispb, '00000000'),
+              CASE WHEN d.refusal IS NOT NULL THEN 'reject' ELSE d.behavior END, d.refusal,
+              CASE WHEN d.fraud_flagged AND d.refusal IS NULL THEN 'protection' ELSE 'in_flight' END,
+              d.description, d.txid, CASE WHEN d.fraud_flagged AND d.refusal IS NULL THEN $6::timestamptz ELSE $7::timestamptz END, $2::timestamptz
+         FROM d WHERE d.behavior IS DISTINCT FROM 'timeout' ORDER BY d.end_to_end_id, d.n
+       ON CONFLICT (end_to_end_id) DO NOTHING RETURNING end_to_end_id, status)
+     SELECT d.behavior, i.status AS inserted, p.status AS existing, s.delay_ms, s.drop_answer AS drop
+       FROM d LEFT JOIN ins i ON i.end_to_end_id = d.end_to_end_id
+         LEFT JOIN sim_payments p ON p.end_to_end_id = d.end_to_end_id
+         LEFT JOIN sim_rail_stall s ON s.id = 1
+      ORDER BY d.n`,
+    [
+      JSON.stringify(orders.map((o, n) => ({ ...o, n }))),
+      t.created_at, t.institutionIspb, t.refusals.keyNotFound, t.refusals.sameInstitution, t.protectionDue, t.settlementDue,
+    ],
+  );
+  if (rows.length !== orders.length) throw new Error(`rail: ${rows.length} answers for ${orders.length} payment orders`);
+  const taken = rows.map((row) => ({
+    behavior: row.behavior,
+    status: row.inserted ?? row.existing,
+    inserted: row.inserted !== null,
+    stall: { delay_ms: row.delay_ms ?? 0, drop: row.drop ?? false },
+  }));
+  // Inserted concurrently by another statement that committed after this one's snapshot.
+  const late = orders.filter((o, i) => taken[i]!.status === null && taken[i]!.behavior !== 'timeout').map((o) => o.end_to_end_id);
+  if (late.length > 0) {
+    const found = new Map(
+      (await sql.query<{ end_to_end_id: string; status: SimStatus }>('SELECT end_to_end_id, status FROM sim_payments WHERE end_to_end_id = ANY($1::text[])', [late])).map(
+        (r) => [r.end_to_end_id, r.status],
+      ),
+    );
+    orders.forEach((o, i) => {
+      if (taken[i]!.status === null && taken[i]!.behavior !== 'timeout') taken[i]!.status = found.get(o.end_to_end_id) ?? null;
+    });
+  }
+  return taken;
 }
