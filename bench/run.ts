@@ -28,6 +28,8 @@
  *   BENCH_PGBENCH        1     0 skips pgbench (ratios are then not printed)
  *   BENCH_CPU_PROF       (off) a folder: the started server runs under node --cpu-prof and its profile
  *                              (self time by package and function) is printed at the end
+ *   BENCH_START_FLAGS    (those of `npm start`) Node flags of the started server, e.g. '' for V8's
+ *                        defaults or '--max-old-space-size=512'
  *   BENCH_NODE_OPTIONS   (none) NODE_OPTIONS of the started server (e.g. --max-semi-space-size=8)
  *   MALLOC_ARENA_MAX     (none) passed to the started server when set (glibc arenas: RSS experiments)
  *   BENCH_ONLY           (all) comma-separated scenarios to run: many,hot,balance,v1,v2,webhooks, or the
@@ -60,6 +62,10 @@ const GROUPS: Record<string, string> = { many: 'cash-out', hot: 'cash-out', bala
 const wanted = (name: string) => ONLY === undefined || ONLY.has(name) || (GROUPS[name] !== undefined && ONLY.has(GROUPS[name]));
 const DB_URL = env.BENCH_DATABASE_URL ?? env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const REDIS_URL = env.BENCH_REDIS_URL ?? env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+/** The Node flags of `npm start` (package.json), so the bench measures the process operators run. */
+const START_FLAGS = (env.BENCH_START_FLAGS ?? (JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start)
+  .split(/\s+/)
+  .filter((t) => t.startsWith('--'));
 
 interface Target {
   url: string;
@@ -137,7 +143,7 @@ async function startTarget(workers: number, webhookPort: number): Promise<Target
   const metricsPort = await freePort();
   const adminToken = `bench-${randomBytes(12).toString('hex')}`;
   const prof = env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${env.BENCH_CPU_PROF}`] : [];
-  const child: ChildProcess = spawn(process.execPath, [...prof, join(packageRoot, 'dist', 'src', 'main.js')], {
+  const child: ChildProcess = spawn(process.execPath, [...START_FLAGS, ...prof, join(packageRoot, 'dist', 'src', 'main.js')], {
     env: {
       PATH: env.PATH ?? '',
       PORT: String(port),
@@ -183,7 +189,7 @@ async function startTarget(workers: number, webhookPort: number): Promise<Target
         return undefined;
       }
     },
-    describe: `pixgate (dist/, WEB_CONCURRENCY=${workers}) on PostgreSQL schema ${schema} and Redis ${REDIS_URL}`,
+    describe: `pixgate (node ${[...START_FLAGS, ...(env.BENCH_NODE_OPTIONS ? [env.BENCH_NODE_OPTIONS] : [])].join(' ')} dist/, WEB_CONCURRENCY=${workers}) on PostgreSQL schema ${schema} and Redis ${REDIS_URL}`,
     async stop() {
       child.kill('SIGTERM');
       await new Promise((r) => child.once('exit', r));
