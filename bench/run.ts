@@ -10,7 +10,9 @@
  *        - cash-outs with a webhook registered: deliveries/s and the delay from the state change
  *          (the cash-out's answer for pix.payout.processing; settled_at for pix.payout.confirmed)
  *          to receipt at a local receiver,
- *      with the largest RSS of each pixgate process sampled during the load;
+ *      with the largest RSS of each pixgate process sampled during the load, and for each
+ *      group-commit batcher (pixgate_batch_*) its batches, mean items, mean wait and mean run:
+ *      where a cash-out's latency goes;
  *   3. pgbench again; each scenario is printed with its ratio to the mean of the two pgbench runs
  *      (TPC-B for money movements, select-only for reads). No pass/fail: figures only.
  *
@@ -74,6 +76,8 @@ interface Target {
   pids(): number[];
   /** Total database statements so far (sum over workers), or undefined if not measurable. */
   statements(): Promise<number | undefined>;
+  /** The Prometheus text of METRICS_PORT (summed over workers), or undefined. */
+  metrics(): Promise<string | undefined>;
   stop(): Promise<void>;
   describe: string;
 }
@@ -130,6 +134,7 @@ async function startTarget(workers: number, webhookPort: number): Promise<Target
       adminToken: env.BENCH_ADMIN_TOKEN,
       pids: () => [],
       statements: async () => undefined,
+      metrics: async () => undefined,
       stop: async () => {},
       describe: `target ${env.BENCH_URL}`,
     };
@@ -179,6 +184,13 @@ async function startTarget(workers: number, webhookPort: number): Promise<Target
     url,
     adminToken,
     pids: () => [child.pid!, ...descendants(child.pid!)],
+    async metrics() {
+      try {
+        return await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      } catch {
+        return undefined;
+      }
+    },
     async statements() {
       try {
         const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
@@ -263,6 +275,33 @@ interface RunResult {
   statuses: Record<string, number>;
   latenciesMs: number[];
   maxRssMb: number[];
+  /** Per group-commit batcher during the run (pixgate_batch_* metrics): batches, items, wait, run. */
+  batches: Map<string, BatchFigures>;
+}
+
+interface BatchFigures {
+  batches: number;
+  items: number;
+  waitSeconds: number;
+  runSeconds: number;
+}
+
+/** The pixgate_batch_* counters of a scrape, by batcher. */
+function batchFigures(text: string | undefined): Map<string, BatchFigures> {
+  const out = new Map<string, BatchFigures>();
+  const LINE = /^pixgate_batch_(items_count|items_sum|duration_seconds_sum)\{batcher="([a-z_]+)"(?:,phase="([a-z]+)")?\} (\S+)$/;
+  for (const line of (text ?? '').split('\n')) {
+    const m = LINE.exec(line);
+    if (!m) continue;
+    const [, what, batcher, phase, value] = m;
+    const f = out.get(batcher!) ?? { batches: 0, items: 0, waitSeconds: 0, runSeconds: 0 };
+    if (what === 'items_count') f.batches = Number(value);
+    else if (what === 'items_sum') f.items = Number(value);
+    else if (phase === 'wait') f.waitSeconds = Number(value);
+    else if (phase === 'run') f.runSeconds = Number(value);
+    out.set(batcher!, f);
+  }
+  return out;
 }
 
 
@@ -273,6 +312,7 @@ async function run(t: Target, pool: Pool, seconds: number, next: () => BenchRequ
   const pids = t.pids();
   const maxRss = pids.map(() => 0);
   const sampler = setInterval(() => pids.forEach((pid, i) => (maxRss[i] = Math.max(maxRss[i]!, rssMb(pid) ?? 0))), 250);
+  const batchesBefore = batchFigures(await t.metrics());
   const started = performance.now();
   const until = started + seconds * 1000;
   const worker = async () => {
@@ -291,7 +331,14 @@ async function run(t: Target, pool: Pool, seconds: number, next: () => BenchRequ
   } finally {
     clearInterval(sampler);
   }
-  return { requests: latencies.length, seconds: (performance.now() - started) / 1000, statuses, latenciesMs: latencies, maxRssMb: maxRss };
+  const elapsed = (performance.now() - started) / 1000;
+  const batches = new Map<string, BatchFigures>();
+  for (const [name, after] of batchFigures(await t.metrics())) {
+    const before = batchesBefore.get(name) ?? { batches: 0, items: 0, waitSeconds: 0, runSeconds: 0 };
+    const d = { batches: after.batches - before.batches, items: after.items - before.items, waitSeconds: after.waitSeconds - before.waitSeconds, runSeconds: after.runSeconds - before.runSeconds };
+    if (d.batches > 0) batches.set(name, d);
+  }
+  return { requests: latencies.length, seconds: elapsed, statuses, latenciesMs: latencies, maxRssMb: maxRss, batches };
 }
 
 /** The request pipeline alone: GET /balance (stages 1-4, 7) and a signed POST /cpf/validate (all 8). */
@@ -353,6 +400,12 @@ function report(workers: number, key: string, name: string, r: RunResult, versus
       `  latency       p50 ${ms(percentile(sorted, 50))}   p90 ${ms(percentile(sorted, 90))}   p99 ${ms(percentile(sorted, 99))}   max ${ms(sorted[sorted.length - 1] ?? NaN)}`,
       `  statuses      ${Object.entries(r.statuses).map(([s, n]) => `${s}: ${n}`).join(', ')}`,
       ...(r.maxRssMb.length ? [`  max RSS       ${r.maxRssMb.map((m) => `${m.toFixed(0)} MB`).join(', ')} (primary${r.maxRssMb.length > 1 ? ', workers' : ''})`] : []),
+      // Group commit (pixgate_batch_*): a request spends about one mean wait and one mean run of
+      // each batcher on its path; the wait is the time behind the batches already running.
+      ...[...r.batches].map(
+        ([name, f], i) =>
+          `${i === 0 ? '  batches ' : '          '}      ${name.padEnd(17)} ${f.batches.toString().padStart(6)} x ${(f.items / f.batches).toFixed(1).padStart(5)} items   wait ${ms((f.waitSeconds * 1000) / f.batches)}   run ${ms((f.runSeconds * 1000) / f.batches)}`,
+      ),
     ].join('\n'),
   );
   void key;

@@ -108,6 +108,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
           settlementMs: config.simSettlementMs,
           protectionMs: config.simProtectionMs,
           seed: config.simSeed,
+          observeBatch: (name) => metrics.batchObserver(name),
         }),
         config.railTimeoutMs,
       ),

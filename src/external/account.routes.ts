@@ -47,7 +47,7 @@ export function balanceJson(accountId: number, b: Balances, asOf: string, camelC
 
 /** GET /balance and POST /cpf/validate (permission account:read). */
 export async function accountRoutes(app: FastifyInstance, ctx: AppContext) {
-  const balances = new BalanceReader(ctx.db);
+  const balances = new BalanceReader(ctx.db, ctx.metrics.batchObserver('balance_read'));
   mount(app, accountApi.balance, async (req, reply) => {
     const { accountId } = principal(req);
     const b = await balances.read(accountId);

@@ -1,5 +1,5 @@
 import type { Sql } from '../db/db.js';
-import { Batcher } from '../lib/batcher.js';
+import { Batcher, type BatchObserver } from '../lib/batcher.js';
 import { readBalancesOf, type Balances } from '../ledger/ledger.js';
 
 /** Most reads answered by one statement; more wait for the next. */
@@ -19,10 +19,11 @@ const MAX_IN_FLIGHT = 2;
 export class BalanceReader {
   private readonly batcher: Batcher<number, Balances>;
 
-  constructor(sql: Sql) {
+  constructor(sql: Sql, observe?: BatchObserver) {
     this.batcher = new Batcher({
       maxBatch: MAX_BATCH,
       maxInFlight: MAX_IN_FLIGHT,
+      ...(observe ? { observe } : {}),
       run: async (accountIds) => {
         const balances = await readBalancesOf(sql, [...new Set(accountIds)]);
         return accountIds.map((id) => ({ ok: true, value: balances.get(id)! }));

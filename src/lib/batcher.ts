@@ -16,12 +16,21 @@ export interface BatcherOptions<I, O> {
   maxBatch: number;
   /** Batches running at once (1: each batch waits for the one before, as a single writer). */
   maxInFlight?: number;
+  /** Told of every batch once it ran (metrics: src/metrics, `Metrics.batchObserver`). */
+  observe?: BatchObserver;
 }
+
+/**
+ * What one batch cost: its items, how long its first item waited for it to start (the time spent
+ * queued behind running batches) and how long `run` took, in milliseconds.
+ */
+export type BatchObserver = (batch: { items: number; waitedMs: number; ranMs: number }) => void;
 
 interface Waiting<I, O> {
   item: I;
   resolve: (value: O) => void;
   reject: (err: unknown) => void;
+  queuedAt: number;
 }
 
 export class Batcher<I, O> {
@@ -36,7 +45,7 @@ export class Batcher<I, O> {
 
   submit(item: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
-      this.queue.push({ item, resolve, reject });
+      this.queue.push({ item, resolve, reject, queuedAt: this.options.observe ? performance.now() : 0 });
       this.schedule();
     });
   }
@@ -57,6 +66,7 @@ export class Batcher<I, O> {
 
   private async runOne(batch: Waiting<I, O>[]): Promise<void> {
     this.inFlight++;
+    const started = this.options.observe ? performance.now() : 0;
     try {
       const outcomes = await this.options.run(batch.map((w) => w.item));
       batch.forEach((w, i) => {
@@ -69,6 +79,7 @@ export class Batcher<I, O> {
       for (const w of batch) w.reject(err);
     } finally {
       this.inFlight--;
+      this.options.observe?.({ items: batch.length, waitedMs: started - batch[0]!.queuedAt, ranMs: performance.now() - started });
       this.schedule();
     }
   }

@@ -1,5 +1,6 @@
 import client from 'prom-client';
 import type { Database } from '../db/db.js';
+import type { BatchObserver } from '../lib/batcher.js';
 import type { Rail } from '../rail/rail.js';
 
 /**
@@ -12,6 +13,7 @@ import type { Rail } from '../rail/rail.js';
  *   outbox       the webhook dispatcher reports each event it fans out (once, after commit):
  *                cash-outs, refunds, TEFs, charges and MED by outcome come from the event names
  *   webhooks     the delivery sender reports each attempt (outcome, latency)
+ *   batches      each group-commit Batcher reports its batches (items, wait, run) by name
  *   database     pool in use / idle / waiting and statements sent by source, read at scrape time
  *   backlogs     webhook backlog, age of the oldest undelivered event and outbox lag, read from the
  *                database at scrape time (indexed queries)
@@ -44,6 +46,8 @@ export class Metrics {
   private readonly webhookAttempts: client.Counter<'outcome'>;
   private readonly webhookDeliveries: client.Counter<'outcome'>;
   private readonly webhookDuration: client.Histogram<'outcome'>;
+  private readonly batchItems: client.Histogram<'batcher'>;
+  private readonly batchSeconds: client.Histogram<'batcher' | 'phase'>;
   private db: Database | undefined;
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
@@ -91,6 +95,20 @@ export class Metrics {
       help: 'Latency of webhook delivery attempts',
       labelNames: ['outcome'],
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    this.batchItems = new client.Histogram({
+      name: `${PREFIX}batch_items`,
+      help: 'Items per group-commit batch (src/lib/batcher.ts), by batcher',
+      labelNames: ['batcher'],
+      buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 500],
+      registers,
+    });
+    this.batchSeconds = new client.Histogram({
+      name: `${PREFIX}batch_duration_seconds`,
+      help: 'Group-commit batches, by batcher and phase: wait (its first item queued behind running batches) and run (the statement or transaction)',
+      labelNames: ['batcher', 'phase'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers,
     });
 
@@ -172,6 +190,18 @@ export class Metrics {
   }
 
   // ---- hooks ----
+
+  /** The `observe` hook of a Batcher named `batcher` (a label: cash_out_reserve, balance_read…). */
+  batchObserver(batcher: string): BatchObserver {
+    const items = this.batchItems.labels({ batcher });
+    const waited = this.batchSeconds.labels({ batcher, phase: 'wait' });
+    const ran = this.batchSeconds.labels({ batcher, phase: 'run' });
+    return (b) => {
+      items.observe(b.items);
+      waited.observe(b.waitedMs / 1000);
+      ran.observe(b.ranMs / 1000);
+    };
+  }
 
   /** One answered HTTP request (`route`: the route pattern, never the raw URL). */
   httpRequest(method: string, route: string, status: number, seconds: number, replayed: boolean) {

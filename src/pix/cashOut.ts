@@ -148,7 +148,7 @@ type Reserved = { row: OwnedTransaction } | { existingId: string } | { sameAs: O
  * cash-outs share one commit. Across processes the accounts' row locks order the batches.
  */
 const reserver = batcherPer((ctx: AppContext) =>
-  new Batcher<ReserveRequest, Reserved>({ maxBatch: CASH_OUT_BATCH_MAX, run: (items) => runBatch(ctx, items) }),
+  new Batcher<ReserveRequest, Reserved>({ maxBatch: CASH_OUT_BATCH_MAX, run: (items) => runBatch(ctx, items), observe: ctx.metrics.batchObserver('cash_out_reserve') }),
 );
 
 function reserveInBatch(ctx: AppContext, request: ReserveRequest): Promise<Reserved> {
@@ -457,6 +457,7 @@ const sentMarker = batcherPer((ctx: AppContext) =>
     maxBatch: CASH_OUT_BATCH_MAX,
     maxInFlight: 2,
     run: async (marks) => (await repo.markSentWithEvents(ctx.db, marks)).map((value) => ({ ok: true, value })),
+    observe: ctx.metrics.batchObserver('cash_out_sent'),
   }),
 );
 

@@ -4,7 +4,7 @@ import type { BackgroundWorker } from '../context.js';
 import type { Database, Sql } from '../db/db.js';
 import { afterCommit, UNIQUE_VIOLATION, sqlState } from '../db/db.js';
 import { bankName } from '../lib/banks.js';
-import { Batcher, type BatchOutcome } from '../lib/batcher.js';
+import { Batcher, type BatchObserver, type BatchOutcome } from '../lib/batcher.js';
 import type { Clock } from '../lib/clock.js';
 import { BASE_UNITS_PER_CENT } from '../lib/money.js';
 import {
@@ -43,6 +43,8 @@ export interface SimulatorOptions {
    * the poll only finds work of other (dead) processes and leases that ran out.
    */
   pollMs?: number;
+  /** Named observers of its batched calls (metrics: `sim_lookup`, `sim_order`). */
+  observeBatch?: (name: string) => BatchObserver;
 }
 
 const DELIVERY_LEASE_MS = 30_000;
@@ -83,8 +85,9 @@ export class SimulatedRail implements Rail {
 
   constructor(private readonly options: SimulatorOptions) {
     this.random = new SeededRandom(options.seed);
-    this.lookups = new Batcher({ maxBatch: CALL_BATCH, maxInFlight: CALLS_IN_FLIGHT, run: (keys) => this.lookupKeys(keys) });
-    this.orders = new Batcher({ maxBatch: CALL_BATCH, maxInFlight: CALLS_IN_FLIGHT, run: (orders) => this.takePayments(orders) });
+    const observe = (name: string) => (options.observeBatch ? { observe: options.observeBatch(name) } : {});
+    this.lookups = new Batcher({ maxBatch: CALL_BATCH, maxInFlight: CALLS_IN_FLIGHT, run: (keys) => this.lookupKeys(keys), ...observe('sim_lookup') });
+    this.orders = new Batcher({ maxBatch: CALL_BATCH, maxInFlight: CALLS_IN_FLIGHT, run: (orders) => this.takePayments(orders), ...observe('sim_order') });
     this.directory = {
       registerKey: (r) => this.registerKey(r),
       removeKey: (key) => this.removeKey(key),

@@ -115,6 +115,17 @@ describe.each(BACKENDS)('GET /metrics on %s', (backend) => {
     }
     expect(moved('pixgate_rail_request_duration_seconds_count', { operation: 'sendPayment', outcome: 'accepted' })).toBe(1);
     expect(moved('pixgate_rail_request_duration_seconds_count', { operation: 'lookupKey' })).toBeGreaterThanOrEqual(1);
+    // Group commit: the cash-out's reserve and step 3, the look-up and the order (one cash-out and
+    // its idempotent repeat: one reserve batch of one item; the repeat is answered before it).
+    expect(moved('pixgate_batch_items_count', { batcher: 'cash_out_reserve' })).toBe(1);
+    expect(moved('pixgate_batch_items_sum', { batcher: 'cash_out_reserve' })).toBe(1);
+    expect(moved('pixgate_batch_items_count', { batcher: 'cash_out_sent' })).toBe(1);
+    expect(moved('pixgate_batch_duration_seconds_count', { batcher: 'cash_out_reserve', phase: 'wait' })).toBe(1);
+    expect(moved('pixgate_batch_duration_seconds_count', { batcher: 'cash_out_reserve', phase: 'run' })).toBe(1);
+    expect(moved('pixgate_batch_duration_seconds_sum', { batcher: 'cash_out_reserve', phase: 'run' })).toBeGreaterThan(0);
+    expect(moved('pixgate_batch_items_count', { batcher: 'sim_order' })).toBeGreaterThanOrEqual(1);
+    expect(moved('pixgate_batch_items_count', { batcher: 'balance_read' })).toBe(1);
+    expect(moved('pixgate_batch_items_count', { batcher: 'sim_lookup' })).toBeGreaterThanOrEqual(1);
     expect(moved('pixgate_webhook_attempts_total', { outcome: 'ok' })).toBeGreaterThanOrEqual(2);
     expect(moved('pixgate_webhook_deliveries_total', { outcome: 'delivered' })).toBeGreaterThanOrEqual(2);
     expect(moved('pixgate_webhook_attempt_duration_seconds_count')).toBeGreaterThanOrEqual(2);

@@ -78,4 +78,26 @@ describe('Batcher (group commit)', () => {
     expect(r[0]).toEqual({ status: 'fulfilled', value: 1 });
     expect(r[1]!.status).toBe('rejected');
   });
+
+  it('tells its observer each batch: items, the wait behind the running batch, the run (failed batches too)', async () => {
+    const seen: { items: number; waitedMs: number; ranMs: number }[] = [];
+    let calls = 0;
+    const b = new Batcher<number, number>({
+      maxBatch: 2,
+      run: async (items) => {
+        await new Promise((r) => setTimeout(r, 30));
+        if (calls++ === 2) throw new Error('lost');
+        return items.map((value) => ({ ok: true, value }));
+      },
+      observe: (batch) => seen.push(batch),
+    });
+    // 1 and 2 run first; 3 and 4 wait for them (about 30 ms), then 5 alone, whose run throws.
+    const r = await Promise.allSettled([1, 2, 3, 4, 5].map((i) => b.submit(i)));
+    expect(r.map((x) => x.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'rejected']);
+    expect(seen.map((x) => x.items)).toEqual([2, 2, 1]);
+    expect(seen[0]!.waitedMs).toBeLessThan(25);
+    expect(seen[1]!.waitedMs).toBeGreaterThanOrEqual(25);
+    expect(seen[2]!.waitedMs).toBeGreaterThanOrEqual(50);
+    for (const x of seen) expect(x.ranMs).toBeGreaterThanOrEqual(25);
+  });
 });
