@@ -404,7 +404,7 @@ function report(workers: number, key: string, name: string, r: RunResult, versus
       // each batcher on its path; the wait is the time behind the batches already running.
       ...[...r.batches].map(
         ([name, f], i) =>
-          `${i === 0 ? '  batches ' : '          '}      ${name.padEnd(17)} ${f.batches.toString().padStart(6)} x ${(f.items / f.batches).toFixed(1).padStart(5)} items   wait ${ms((f.waitSeconds * 1000) / f.batches)}   run ${ms((f.runSeconds * 1000) / f.batches)}`,
+          `${i === 0 ? '  batches ' : '          '}      ${name.padEnd(19)} ${f.batches.toString().padStart(6)} x ${(f.items / f.batches).toFixed(1).padStart(5)} items   wait ${ms((f.waitSeconds * 1000) / f.batches)}   run ${ms((f.runSeconds * 1000) / f.batches)}`,
       ),
     ].join('\n'),
   );

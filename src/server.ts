@@ -118,7 +118,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     workers: [],
     rateCounter: redis ? new RedisFixedWindow(redis, clock) : new MemoryFixedWindow(clock),
     nonces: redis ? new RedisNonceStore(redis) : new MemoryNonceStore(clock),
-    idempotency: new IdempotencyStore(db, clock, { leaseMs: config.idempotencyLeaseMs }),
+    idempotency: new IdempotencyStore(db, clock, { leaseMs: config.idempotencyLeaseMs, observeBatch: (name) => metrics.batchObserver(name) }),
     credentials: new CredentialCache(config.authCacheTtlMs),
     metrics,
   };

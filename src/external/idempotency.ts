@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { afterCommit, type Database, type Sql } from '../db/db.js';
+import { Batcher, type BatchObserver, type BatchOutcome } from '../lib/batcher.js';
 import type { Clock } from '../lib/clock.js';
 
 /**
@@ -178,15 +179,83 @@ export function requestHash(canonicalBody: string): string {
   return createHash('sha256').update(canonicalBody, 'utf8').digest('hex');
 }
 
+/** A new claim to insert (the fast path of `claim`). */
+interface NewClaim {
+  scope: IdempotencyScope;
+  hash: string;
+  token: string;
+  lease: Date;
+  expires: Date;
+}
+
+/** A 2xx answer to store (`complete`). */
+interface Completion {
+  claim: IdempotencyClaim;
+  answer: StoredAnswer;
+}
+
+/** Claims inserted, or answers stored, by one statement; and such statements at once. */
+const CLAIM_BATCH = 200;
+const CLAIMS_IN_FLIGHT = 2;
+
 export class IdempotencyStore {
   private readonly leaseMs: number;
+  /**
+   * Group commit (src/lib/batcher.ts) for the two statements every keyed request sends: the
+   * claims of one event-loop turn are inserted by one statement, the answers stored by another.
+   */
+  private readonly inserts: Batcher<NewClaim, number | null>;
+  private readonly completions: Batcher<Completion, void>;
 
   constructor(
     private readonly db: Database,
     private readonly clock: Clock,
-    options: { leaseMs?: number } = {},
+    options: { leaseMs?: number; observeBatch?: (name: string) => BatchObserver } = {},
   ) {
     this.leaseMs = options.leaseMs ?? CLAIM_LEASE_MS;
+    const observe = (name: string) => (options.observeBatch ? { observe: options.observeBatch(name) } : {});
+    this.inserts = new Batcher({ maxBatch: CLAIM_BATCH, maxInFlight: CLAIMS_IN_FLIGHT, run: (items) => oneByOneOnError(items, (i) => this.insertClaims(i)), ...observe('idempotency_claim') });
+    this.completions = new Batcher({ maxBatch: CLAIM_BATCH, maxInFlight: CLAIMS_IN_FLIGHT, run: (items) => oneByOneOnError(items, (i) => this.storeAnswers(i)), ...observe('idempotency_answer') });
+  }
+
+  /**
+   * One statement for many new claims: the id of each item's row, or null where the key was
+   * already there (taken, or by an earlier item of the batch: the slow path then reads it). Rows
+   * are inserted in key order, so two batches with the same keys (two processes, or two batches
+   * in flight) wait for each other in one order and never deadlock.
+   */
+  private async insertClaims(items: readonly NewClaim[]): Promise<BatchOutcome<number | null>[]> {
+    const rows = await this.db.query<{ id: number; owner_token: string }>(
+      `INSERT INTO idempotency_keys (merchant_id, method, path, key, request_hash, status, owner_token, locked_until, expires_at)
+       SELECT merchant_id, method, path, key, request_hash, 'in_progress', owner_token, locked_until, expires_at
+         FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::uuid[], $7::timestamptz[], $8::timestamptz[])
+           AS x(merchant_id, method, path, key, request_hash, owner_token, locked_until, expires_at)
+        ORDER BY merchant_id, method, path, key
+       ON CONFLICT (merchant_id, method, path, key) DO NOTHING RETURNING id, owner_token::text`,
+      [
+        items.map((i) => i.scope.merchantId),
+        items.map((i) => i.scope.method),
+        items.map((i) => i.scope.path),
+        items.map((i) => i.scope.key),
+        items.map((i) => i.hash),
+        items.map((i) => i.token),
+        items.map((i) => i.lease),
+        items.map((i) => i.expires),
+      ],
+    );
+    const byToken = new Map(rows.map((r) => [r.owner_token, Number(r.id)]));
+    return items.map((i) => ({ ok: true, value: byToken.get(i.token) ?? null }));
+  }
+
+  /** One statement for many answers (each only while its claim is held: id, token, in progress). */
+  private async storeAnswers(items: readonly Completion[]): Promise<BatchOutcome<void>[]> {
+    await this.db.query(
+      `UPDATE idempotency_keys k SET status = 'completed', response_status = x.status, response_body = x.body
+         FROM unnest($1::bigint[], $2::uuid[], $3::int[], $4::text[]) AS x(id, token, status, body)
+        WHERE k.id = x.id AND k.owner_token = x.token AND k.status = 'in_progress'`,
+      [items.map((i) => i.claim.id), items.map((i) => i.claim.token), items.map((i) => i.answer.statusCode), items.map((i) => i.answer.body)],
+    );
+    return items.map(() => ({ ok: true, value: undefined }));
   }
 
   /** Requests of this process waiting on a key held by another request, by scope. */
@@ -233,13 +302,8 @@ export class IdempotencyStore {
     const now = this.clock.now();
     const token = randomUUID();
     const lease = new Date(now.getTime() + this.leaseMs);
-    const inserted = await this.db.query<{ id: number }>(
-      `INSERT INTO idempotency_keys (merchant_id, method, path, key, request_hash, status, owner_token, locked_until, expires_at)
-       VALUES ($1, $2, $3, $4, $5, 'in_progress', $6, $7, $8)
-       ON CONFLICT (merchant_id, method, path, key) DO NOTHING RETURNING id`,
-      [scope.merchantId, scope.method, scope.path, scope.key, hash, token, lease, new Date(now.getTime() + IDEMPOTENCY_WINDOW_MS)],
-    );
-    if (inserted[0]) return { kind: 'claimed', claim: this.newClaim(scope, inserted[0].id, token) };
+    const inserted = await this.inserts.submit({ scope, hash, token, lease, expires: new Date(now.getTime() + IDEMPOTENCY_WINDOW_MS) });
+    if (inserted !== null) return { kind: 'claimed', claim: this.newClaim(scope, inserted, token) };
 
     const [row] = await this.db.query<Row>(
       `SELECT id, request_hash, status, owner_token, locked_until, response_status, response_body, resource_id, expires_at
@@ -267,11 +331,7 @@ export class IdempotencyStore {
 
   /** Stores a 2xx answer of a request that did not record it in its own transaction. */
   async complete(claim: IdempotencyClaim, answer: StoredAnswer): Promise<void> {
-    await this.db.query(
-      `UPDATE idempotency_keys SET status = 'completed', response_status = $3, response_body = $4
-        WHERE id = $1 AND owner_token = $2 AND status = 'in_progress'`,
-      [claim.id, claim.token, answer.statusCode, answer.body],
-    );
+    await this.completions.submit({ claim, answer });
     claim.settled();
   }
 
@@ -302,5 +362,26 @@ export class IdempotencyStore {
       [this.clock.now(), limit],
     );
     return rows.length;
+  }
+}
+
+/**
+ * Runs a batch; if its statement fails and it has more than one item, runs each item alone, so
+ * one item's bad value fails that item only (as before batching).
+ */
+async function oneByOneOnError<I, O>(items: I[], run: (items: I[]) => Promise<BatchOutcome<O>[]>): Promise<BatchOutcome<O>[]> {
+  try {
+    return await run(items);
+  } catch (err) {
+    if (items.length === 1) throw err;
+    return Promise.all(
+      items.map(async (item) => {
+        try {
+          return (await run([item]))[0]!;
+        } catch (error) {
+          return { ok: false as const, error };
+        }
+      }),
+    );
   }
 }

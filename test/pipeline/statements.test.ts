@@ -72,7 +72,7 @@ describe.each(BACKENDS)('statements per request on %s', (backend) => {
     const c = await cost(() => m.client.post('/cpf/validate', { cpf: '529.982.247-25' }, { sign: 'v2' }));
     expect(c.statements, c.statements.join('\n')).toHaveLength(2);
     expect(c.statements[0]).toMatch(/^INSERT INTO idempotency_keys/);
-    expect(c.statements[1]).toMatch(/^UPDATE idempotency_keys SET status = 'completed'/);
+    expect(c.statements[1]).toMatch(/^UPDATE idempotency_keys k SET status = 'completed'/);
     expect(c.transactions).toBe(0);
     if (c.redis) expect(c.redis).toEqual(['evalsha']);
   });
