@@ -79,8 +79,12 @@ export class Batcher<I, O> {
       for (const w of batch) w.reject(err);
     } finally {
       this.inFlight--;
-      this.options.observe?.({ items: batch.length, waitedMs: started - batch[0]!.queuedAt, ranMs: performance.now() - started });
       this.schedule();
+      try {
+        this.options.observe?.({ items: batch.length, waitedMs: started - batch[0]!.queuedAt, ranMs: performance.now() - started });
+      } catch {
+        // Measuring never stops the batches.
+      }
     }
   }
 }
