@@ -222,15 +222,16 @@ export class IdempotencyStore {
    * One statement for many new claims: the id of each item's row, or null where the key was
    * already there (taken, or by an earlier item of the batch: the slow path then reads it). Rows
    * are inserted in key order, so two batches with the same keys (two processes, or two batches
-   * in flight) wait for each other in one order and never deadlock.
+   * in flight) wait for each other in one order and never deadlock; the same key twice in a batch
+   * goes to the item that came first.
    */
   private async insertClaims(items: readonly NewClaim[]): Promise<BatchOutcome<number | null>[]> {
     const rows = await this.db.query<{ id: number; owner_token: string }>(
       `INSERT INTO idempotency_keys (merchant_id, method, path, key, request_hash, status, owner_token, locked_until, expires_at)
        SELECT merchant_id, method, path, key, request_hash, 'in_progress', owner_token, locked_until, expires_at
          FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::uuid[], $7::timestamptz[], $8::timestamptz[])
-           AS x(merchant_id, method, path, key, request_hash, owner_token, locked_until, expires_at)
-        ORDER BY merchant_id, method, path, key
+           WITH ORDINALITY AS x(merchant_id, method, path, key, request_hash, owner_token, locked_until, expires_at, n)
+        ORDER BY merchant_id, method, path, key, n
        ON CONFLICT (merchant_id, method, path, key) DO NOTHING RETURNING id, owner_token::text`,
       [
         items.map((i) => i.scope.merchantId),

@@ -65,6 +65,13 @@ describe.each(BACKENDS)('Idempotency-Key claims in batches, on %s', (backend) =>
     ]);
   });
 
+  it('the same key ten times in one batch goes to the item that came first; the others, with another body, are mismatches', async () => {
+    const store = new IdempotencyStore(t.db, systemClock);
+    const key = randomUUID();
+    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => store.claim(scope(key), i === 0 ? 'first' : 'later')));
+    expect(results.map((r) => r.kind)).toEqual(['claimed', ...Array.from({ length: 9 }, () => 'mismatch')]);
+  });
+
   it('an item the database refuses fails alone: the others of its batch are claimed', async () => {
     const store = new IdempotencyStore(t.db, systemClock);
     const good = [randomUUID(), randomUUID()];
