@@ -12,3 +12,12 @@ export const pageAndDatesQuery = {
   date_from: z.string().regex(/^(\d{4}-\d{2}-\d{2})?$/).optional().describe('YYYY-MM-DD, from 00:00:00Z of that day (empty = no bound)'),
   date_to: z.string().regex(/^(\d{4}-\d{2}-\d{2})?$/).optional().describe('YYYY-MM-DD, through 23:59:59.999Z of that day (empty = no bound)'),
 };
+
+/**
+ * A query parameter read by src/http/query.ts (QueryReader), which takes an empty value for an
+ * absent one: the document states `schema` or the empty string (the HTTP fuzzer sent
+ * `?status=` and got the 200 the document did not allow).
+ */
+export function readerParam<S extends z.ZodType>(schema: S, description: string) {
+  return z.union([schema, z.literal('')]).optional().describe(description);
+}

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { baseUnits, int, named, timestamp } from '../http/apiSchemas.js';
-import { pageAndDatesQuery } from '../http/listParams.js';
+import { pageAndDatesQuery, readerParam } from '../http/listParams.js';
 import { defineRoutes } from '../http/routeSpec.js';
 import { END_TO_END_ID } from '../lib/ids.js';
 import { MED_STATUSES } from './repository.js';
@@ -36,8 +36,8 @@ export const defenseBody = z.strictObject({
 
 export const medListQuery = z.object({
   ...pageAndDatesQuery,
-  status: z.enum(MED_STATUSES).optional(),
-  end_to_end_id: z.string().regex(END_TO_END_ID).optional(),
+  status: readerParam(z.enum(MED_STATUSES), 'Infraction status filter (empty = none)'),
+  end_to_end_id: readerParam(z.string().regex(END_TO_END_ID), 'The end-to-end id of the disputed PIX (empty = any)'),
 });
 
 const medFields = {

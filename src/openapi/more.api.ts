@@ -7,6 +7,7 @@ import { EXTERNAL_ID, EXTERNAL_ID_MESSAGE } from '../pix/externalId.js';
 import { PIX_KEY_TYPES } from '../pix/keys.js';
 import { TEF_ERRORS, type TefErrorCode } from '../tef/errors.js';
 import { defineRoutes } from '../http/routeSpec.js';
+import { readerParam } from '../http/listParams.js';
 
 /**
  * Declarations of TEF, the event feed, the rail stall switch and /metrics. TEF and the stall switch
@@ -130,8 +131,8 @@ export const feedApi = defineRoutes({
     summary: 'The merchant’s events after a cursor (what its webhooks receive)',
     permission: 'account:read',
     query: z.object({
-      after: z.string().regex(/^\d{1,15}$/).optional().describe('Sequence number to read after (default 0)'),
-      limit: z.string().regex(/^\d{1,9}$/).optional().describe(`1 to ${FEED_LIMIT_MAX} (default ${FEED_LIMIT_DEFAULT})`),
+      after: readerParam(z.string().regex(/^\d{1,15}$/), 'Sequence number to read after (default 0, also when empty)'),
+      limit: readerParam(z.string().regex(/^\d{1,9}$/), `1 to ${FEED_LIMIT_MAX} (default ${FEED_LIMIT_DEFAULT}, also when empty)`),
       type: z.string().optional().describe('Event names of the catalog, comma-separated (aliases read the event they stand for)'),
     }),
     responses: {
@@ -146,7 +147,7 @@ export const feedApi = defineRoutes({
     summary: 'The same events live, as Server-Sent Events (text/event-stream; Last-Event-ID resumes)',
     permission: 'account:read',
     query: z.object({
-      after: z.string().regex(/^\d{1,15}$/).optional().describe('Sequence number to start after (default: the latest; the Last-Event-ID header wins)'),
+      after: readerParam(z.string().regex(/^\d{1,15}$/), 'Sequence number to start after (default, also when empty: the latest; the Last-Event-ID header wins)'),
       type: z.string().optional().describe('Event names of the catalog, comma-separated'),
     }),
     requestHeaders: [{ name: 'Last-Event-ID', required: false, description: 'Resume after this sequence number', schema: { type: 'string', pattern: '^\\d{1,15}$' } }],

@@ -1,14 +1,14 @@
 import { z } from 'zod';
 import { baseUnits, int, named, timestamp } from '../http/apiSchemas.js';
-import { pageAndDatesQuery } from '../http/listParams.js';
+import { pageAndDatesQuery, readerParam } from '../http/listParams.js';
 import { defineRoutes } from '../http/routeSpec.js';
 import { STATEMENT_FILTERS, TRANSACTION_TYPES } from './repository.js';
 
 /** What moved: the statement, the transaction list, the lookups and the receipt (parsed by src/transactions/statement.ts). */
 export const listQuery = z.object({
   ...pageAndDatesQuery,
-  status: z.enum(STATEMENT_FILTERS).optional(),
-  type: z.enum(TRANSACTION_TYPES).optional(),
+  status: readerParam(z.enum(STATEMENT_FILTERS), 'Statement status filter (empty = none)'),
+  type: readerParam(z.enum(TRANSACTION_TYPES), 'Transaction type filter (empty = none)'),
 });
 
 const statementFields = {
