@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../context.js';
-import type { Sql } from '../db/db.js';
+import { sqlState, type Sql } from '../db/db.js';
 import { outboxBody } from '../events/outbox.js';
 import { IdempotencyLostError, type IdempotencyBinding } from '../external/idempotency.js';
-import { Batcher, batcherPer, type BatchOutcome } from '../lib/batcher.js';
+import { Batcher, batcherPer, type BatchObserver, type BatchOutcome } from '../lib/batcher.js';
 import { lockAccount, toBalances } from '../ledger/ledger.js';
 import { newEndToEndId, newTransactionId, TX_PREFIX } from '../lib/ids.js';
 import { addMoney, centsToBaseUnits } from '../lib/money.js';
@@ -19,13 +19,13 @@ import * as repo from './repository.js';
 import type { OwnedTransaction, UsageWindow } from './repository.js';
 
 /**
- * POST /pix/cash-out, in three steps with one database transaction each and the rail call between
- * them (never inside a transaction):
+ * POST /pix/cash-out, in three steps, each atomic (one statement or one transaction), and the rail
+ * call between them (never inside a transaction):
  *
- *   1 reserve   lock the account; external_id, limits and safe balance checks; the record (stage 1,
- *               payment_status processing) and the reservation available -> pending — two
- *               statements, and shared by the concurrent cash-outs of the account in this process
- *               (a batch: reserveInBatch)
+ *   1 reserve   external_id, limits and safe balance checks; the record (stage 1, payment_status
+ *               processing) and the reservation available -> pending — a read and one statement
+ *               that writes if the account did not change meanwhile (else under the account lock),
+ *               shared by the concurrent cash-outs of this process (a batch: reserveInBatch)
  *   2 send      rail.sendPayment (idempotent on the end-to-end id)
  *   3 record    the rail's answer: accepted (stage 2, pix.payout.processing, HTTP 200) or queued
  *               (stage 2, pix.payout.queued, HTTP 202), with the idempotency answer; or timeout
@@ -161,8 +161,96 @@ class LostClaims extends Error {
   }
 }
 
-/** Runs one batch: an outcome for every item (a transaction that fails fails them all). */
+/**
+ * Runs one batch: an outcome for every item. First without a transaction (`reserveUnlocked`: one
+ * read, the checks, one statement that writes what the checks accepted where nothing changed
+ * meanwhile — two round trips, the books locked only while the writing statement runs); the items
+ * of the accounts that changed meanwhile (or all, if that statement failed in the database) are
+ * then checked again and written under the locks (`reserveLocked`).
+ */
 async function runBatch(ctx: AppContext, batch: ReserveRequest[]): Promise<BatchOutcome<Reserved>[]> {
+  let done = new Map<ReserveRequest, BatchOutcome<Reserved>>();
+  let again: ReserveRequest[];
+  try {
+    ({ done, again } = await reserveUnlocked(ctx, batch));
+  } catch (err) {
+    // The database refused the statement (an external_id taken meanwhile, a deadlock, a broken
+    // invariant): it wrote nothing. Anything else (the connection lost: it may have committed)
+    // fails the batch, as a failed COMMIT would.
+    if (sqlState(err) === undefined) throw err;
+    ctx.log.debug({ err }, 'cash-out batch written under the locks instead');
+    again = batch;
+  }
+  if (again.length > 0) {
+    const started = performance.now();
+    const outcome = await reserveLocked(ctx, again);
+    lockedObserver(ctx)({ items: again.length, waitedMs: 0, ranMs: performance.now() - started });
+    for (const [i, item] of again.entries()) done.set(item, outcome[i]!);
+  }
+  return batch.map((item) => done.get(item)!);
+}
+
+/** The batches (or parts of batches) checked again under the locks (`pixgate_batch_*{batcher="cash_out_reserve_locked"}`). */
+const lockedObservers = new WeakMap<AppContext, BatchObserver>();
+function lockedObserver(ctx: AppContext): BatchObserver {
+  let observer = lockedObservers.get(ctx);
+  if (!observer) lockedObservers.set(ctx, (observer = ctx.metrics.batchObserver('cash_out_reserve_locked')));
+  return observer;
+}
+
+async function reserveUnlocked(ctx: AppContext, items: ReserveRequest[]): Promise<{ done: Map<ReserveRequest, BatchOutcome<Reserved>>; again: ReserveRequest[] }> {
+  const now = ctx.clock.now();
+  const windows = limitWindows(now);
+  const [accountIds, externalIds] = batchScope(items);
+  const read = await repo.readForCashOuts(ctx.db, accountIds, windows, externalIds);
+  const decided = decide(ctx, items, read.accounts, now, windows);
+  // Accounts with an item accepted: written if unchanged. An accepted item whose key binds with a
+  // statement of its own (no claim in the open) needs a transaction: its account goes under the locks.
+  const toWrite = new Set<number>();
+  const locked = new Set<number>();
+  for (const { item } of decided.accepted) (item.key.claim === undefined ? locked : toWrite).add(item.caller.accountId);
+  for (const id of locked) toWrite.delete(id);
+  const accepted = decided.accepted.filter((a) => toWrite.has(a.item.caller.accountId));
+  let written = { rows: [] as OwnedTransaction[], unchanged: new Set<number>() };
+  if (accepted.length > 0) {
+    const checked = [...toWrite].map((id) => checkedAccount(read.accounts.get(id)!, decided, items, windows));
+    written = await repo.reserveCashOutsIfUnchanged(
+      ctx.db,
+      accepted.map((a) => a.record),
+      windows,
+      checked,
+    );
+  }
+  const byId = new Map(written.rows.map((r) => [r.id, r]));
+  const rows = decided.accepted.map((a) => byId.get(a.record.id));
+  const done = new Map<ReserveRequest, BatchOutcome<Reserved>>();
+  const again: ReserveRequest[] = [];
+  for (const [i, item] of items.entries()) {
+    const account = item.caller.accountId;
+    if (locked.has(account) || (toWrite.has(account) && !written.unchanged.has(account))) again.push(item);
+    else done.set(item, decided.answer(i, rows));
+  }
+  return { done, again };
+}
+
+/** What must still hold of an account, under the locks, for the checks its items passed on the read. */
+function checkedAccount(state: repo.CashOutLockState, decided: Decided, items: readonly ReserveRequest[], windows: readonly repo.UsageWindow[]): repo.CheckedAccount {
+  const id = state.account_id;
+  const refused = items.some((item, i) => item.caller.accountId === id && decided.refused(i));
+  if (refused) return { account_id: id, exact: true, available: toBalances(state.books).safe, usage: state.usage ?? {} };
+  let debit = 0;
+  let amount = 0;
+  for (const { record } of decided.accepted) {
+    if (record.account_id !== id) continue;
+    debit = addMoney(debit, addMoney(record.amount, record.fee_amount));
+    amount = addMoney(amount, record.amount);
+  }
+  const limit = (kind: string) => centsToBaseUnits(kind === 'night' ? state.cash_out_nighttime_limit_cents : state.cash_out_daily_limit_cents);
+  return { account_id: id, exact: false, debit, caps: Object.fromEntries(windows.map((w) => [w.kind, limit(w.kind) - amount])) };
+}
+
+/** Runs a batch under the locks: an outcome for every item (a transaction that fails fails them all). */
+async function reserveLocked(ctx: AppContext, batch: ReserveRequest[]): Promise<BatchOutcome<Reserved>[]> {
   const lost = new Set<ReserveRequest>();
   for (;;) {
     const items = batch.filter((i) => !lost.has(i));
@@ -181,6 +269,13 @@ async function runBatch(ctx: AppContext, batch: ReserveRequest[]): Promise<Batch
   }
 }
 
+/** The accounts of a batch (in id order) and the external_ids it names. */
+function batchScope(items: readonly ReserveRequest[]): [number[], string[]] {
+  const accountIds = [...new Set(items.map((i) => i.caller.accountId))].sort((a, b) => a - b);
+  const externalIds = [...new Set(items.map((i) => i.cmd.externalId).filter((e): e is string => e !== null))];
+  return [accountIds, externalIds];
+}
+
 /** The figures of one account the checks of a batch run against (running balance and usage). */
 interface AccountRun {
   state: repo.CashOutLockState;
@@ -190,23 +285,24 @@ interface AccountRun {
   firstAccepted: Map<string, number>;
 }
 
+interface Decided {
+  /** The records to write, in item order. */
+  accepted: { record: repo.NewCashOut; item: ReserveRequest }[];
+  /** The outcome of item `i`, given the written row of each accepted record (by position). */
+  answer(i: number, rows: readonly (OwnedTransaction | undefined)[]): BatchOutcome<Reserved>;
+  /** Whether item `i` was refused by a check (balance, limit). */
+  refused(i: number): boolean;
+}
+
 /**
- * The transaction of one batch: one statement locks the books of the batch's accounts (in id
- * order) and reads what the checks need; the checks run here, in order, against each account's
- * running balance and running limit usage; one statement writes the accepted ones. All checks of
- * an item precede its writes, so a refused item leaves nothing behind and no savepoint is needed.
- * A repeat of an external_id already taken (before, or by an earlier item of this batch) is
- * answered as a repeat.
+ * The checks of a batch, in item order, against each account's running balance and running limit
+ * usage as `accounts` gives them: a repeat of an external_id already taken (before, or by an
+ * earlier item of this batch) is a repeat; a limit or balance refusal is the item's own cash-out
+ * error; the others are accepted, with their records. All checks of an item precede its writes.
  */
-async function reserveBatch(tx: Sql, ctx: AppContext, items: readonly ReserveRequest[]): Promise<BatchOutcome<Reserved>[]> {
-  const now = ctx.clock.now();
-  const windows = limitWindows(now);
-  const accountIds = [...new Set(items.map((i) => i.caller.accountId))].sort((a, b) => a - b);
-  const externalIds = [...new Set(items.map((i) => i.cmd.externalId).filter((e): e is string => e !== null))];
-  let locked = await repo.lockForCashOuts(tx, accountIds, windows, externalIds);
-  if (locked.stale) locked = await repo.lockForCashOuts(tx, accountIds, windows, externalIds);
+function decide(ctx: AppContext, items: readonly ReserveRequest[], accounts: Map<number, repo.CashOutLockState>, now: Date, windows: repo.UsageWindow[]): Decided {
   const runs = new Map<number, AccountRun>();
-  for (const [id, state] of locked.accounts) {
+  for (const [id, state] of accounts) {
     runs.set(id, { state, safe: toBalances(state.books).safe, used: new Map(Object.entries(state.usage ?? {})), firstAccepted: new Map() });
   }
   const accepted: { record: repo.NewCashOut; item: ReserveRequest }[] = [];
@@ -274,6 +370,33 @@ async function reserveBatch(tx: Sql, ctx: AppContext, items: readonly ReserveReq
       outcome.push({ ok: false, error });
     }
   }
+  return {
+    accepted,
+    refused: (i) => 'ok' in outcome[i]! && !(outcome[i] as BatchOutcome<Reserved>).ok,
+    answer(i, rows) {
+      const o = outcome[i]!;
+      if (!('accepted' in o)) return o;
+      const row = rows[o.accepted >= 0 ? o.accepted : -1 - o.accepted];
+      if (!row) throw new Error('cash-out batch: an accepted record was not written');
+      return { ok: true, value: o.accepted >= 0 ? { row } : { sameAs: row } };
+    },
+  };
+}
+
+/**
+ * The transaction of a batch under the locks: one statement locks the books of the batch's
+ * accounts (in id order) and reads what the checks need (again, if it waited for a lock and read
+ * a stale snapshot), the checks run here (`decide`), one statement writes the accepted ones. A
+ * refused item leaves nothing behind and no savepoint is needed.
+ */
+async function reserveBatch(tx: Sql, ctx: AppContext, items: readonly ReserveRequest[]): Promise<BatchOutcome<Reserved>[]> {
+  const now = ctx.clock.now();
+  const windows = limitWindows(now);
+  const [accountIds, externalIds] = batchScope(items);
+  let locked = await repo.lockForCashOuts(tx, accountIds, windows, externalIds);
+  if (locked.stale) locked = await repo.lockForCashOuts(tx, accountIds, windows, externalIds);
+  const decided = decide(ctx, items, locked.accounts, now, windows);
+  const { accepted } = decided;
   let rows: OwnedTransaction[] = [];
   if (accepted.length > 0) {
     const written = await repo.insertCashOuts(
@@ -287,10 +410,7 @@ async function reserveBatch(tx: Sql, ctx: AppContext, items: readonly ReserveReq
     // A key without its claim in the open (a caller of its own) binds with its own statement.
     for (const [i, a] of accepted.entries()) if (a.item.key.claim === undefined) await a.item.key.bind(tx, rows[i]!.id);
   }
-  return outcome.map((o) => {
-    if (!('accepted' in o)) return o;
-    return { ok: true, value: o.accepted >= 0 ? { row: rows[o.accepted]! } : { sameAs: rows[-1 - o.accepted]! } };
-  });
+  return items.map((_, i) => decided.answer(i, rows));
 }
 
 /** The receiver of a key, or the cash-out error that forbids paying it. */

@@ -210,6 +210,41 @@ export interface CashOutLockState {
   existing: Record<string, string> | null;
 }
 
+/** What step 1 reads of its accounts: the books locked (`lock`) or as of one snapshot. */
+function cashOutStateSql(lock: boolean): string {
+  return `WITH locked AS MATERIALIZED (
+       SELECT id, account_id, book, balance, xmin::text AS version FROM ledger_accounts
+        WHERE account_id = ANY($1::bigint[]) ORDER BY id${lock ? ' FOR UPDATE' : ''})${
+          lock ? ',\n     stale AS (SELECT EXISTS (SELECT 1 FROM locked l JOIN ledger_accounts s ON s.id = l.id WHERE s.xmin::text <> l.version) AS stale)' : ''
+        }
+     SELECT a.id::int AS account_id, a.merchant_id::int AS merchant_id,
+            (SELECT json_agg(json_build_object('book', l.book, 'balance', l.balance)) FROM locked l WHERE l.account_id = a.id) AS books,
+            ${lock ? '(SELECT stale FROM stale)' : 'false'} AS stale,
+            a.cash_out_fee_cents, a.cash_out_max_amount_cents, a.cash_out_daily_limit_cents, a.cash_out_nighttime_limit_cents,
+            m.name AS holder_name, m.document AS holder_document,
+            (SELECT json_object_agg(u.window_kind, u.amount) FROM cash_out_usage u
+               JOIN unnest($2::text[], $3::timestamptz[]) AS w(kind, start) ON u.window_kind = w.kind AND u.window_start = w.start
+              WHERE u.account_id = a.id) AS usage,
+            (SELECT json_object_agg(t.external_id, t.id) FROM transactions t WHERE t.account_id = a.id AND t.external_id = ANY($4::text[])) AS existing
+       FROM accounts a JOIN merchants m ON m.id = a.merchant_id WHERE a.id = ANY($1::bigint[])`;
+}
+const LOCK_FOR_CASH_OUTS = cashOutStateSql(true);
+const READ_FOR_CASH_OUTS = cashOutStateSql(false);
+
+async function cashOutStates(
+  sql: Sql,
+  text: string,
+  accountIds: readonly number[],
+  windows: readonly UsageWindow[],
+  externalIds: readonly string[],
+): Promise<{ stale: boolean; accounts: Map<number, CashOutLockState> }> {
+  const rows = await sql.query<CashOutLockState & { stale: boolean }>(text, [accountIds, windows.map((w) => w.kind), windows.map((w) => w.start), externalIds]);
+  const accounts = new Map<number, CashOutLockState>();
+  for (const { stale: _s, ...row } of rows) accounts.set(Number(row.account_id), row);
+  for (const id of accountIds) if (!accounts.has(id)) throw new Error(`account ${id} not found`);
+  return { stale: rows.some((r) => r.stale), accounts };
+}
+
 /**
  * One statement: locks the books of the accounts (FOR UPDATE, in ledger account id order, as
  * lockAccounts — the lock order of every money movement, so batches of several accounts never
@@ -220,33 +255,13 @@ export interface CashOutLockState {
  * snapshot's), and the caller reads again: every change to usage or external_ids happens under
  * these locks together with a change of the books.
  */
-export async function lockForCashOuts(
-  tx: Sql,
-  accountIds: readonly number[],
-  windows: readonly UsageWindow[],
-  externalIds: readonly string[],
-): Promise<{ stale: boolean; accounts: Map<number, CashOutLockState> }> {
-  const rows = await tx.query<CashOutLockState & { stale: boolean }>(
-    `WITH locked AS MATERIALIZED (
-       SELECT id, account_id, book, balance, xmin::text AS version FROM ledger_accounts
-        WHERE account_id = ANY($1::bigint[]) ORDER BY id FOR UPDATE),
-     stale AS (SELECT EXISTS (SELECT 1 FROM locked l JOIN ledger_accounts s ON s.id = l.id WHERE s.xmin::text <> l.version) AS stale)
-     SELECT a.id::int AS account_id, a.merchant_id::int AS merchant_id,
-            (SELECT json_agg(json_build_object('book', l.book, 'balance', l.balance)) FROM locked l WHERE l.account_id = a.id) AS books,
-            (SELECT stale FROM stale) AS stale,
-            a.cash_out_fee_cents, a.cash_out_max_amount_cents, a.cash_out_daily_limit_cents, a.cash_out_nighttime_limit_cents,
-            m.name AS holder_name, m.document AS holder_document,
-            (SELECT json_object_agg(u.window_kind, u.amount) FROM cash_out_usage u
-               JOIN unnest($2::text[], $3::timestamptz[]) AS w(kind, start) ON u.window_kind = w.kind AND u.window_start = w.start
-              WHERE u.account_id = a.id) AS usage,
-            (SELECT json_object_agg(t.external_id, t.id) FROM transactions t WHERE t.account_id = a.id AND t.external_id = ANY($4::text[])) AS existing
-       FROM accounts a JOIN merchants m ON m.id = a.merchant_id WHERE a.id = ANY($1::bigint[])`,
-    [accountIds, windows.map((w) => w.kind), windows.map((w) => w.start), externalIds],
-  );
-  const accounts = new Map<number, CashOutLockState>();
-  for (const { stale: _s, ...row } of rows) accounts.set(Number(row.account_id), row);
-  for (const id of accountIds) if (!accounts.has(id)) throw new Error(`account ${id} not found`);
-  return { stale: rows.some((r) => r.stale), accounts };
+export function lockForCashOuts(tx: Sql, accountIds: readonly number[], windows: readonly UsageWindow[], externalIds: readonly string[]) {
+  return cashOutStates(tx, LOCK_FOR_CASH_OUTS, accountIds, windows, externalIds);
+}
+
+/** What `lockForCashOuts` reads, without locking: one consistent snapshot (`stale` is false). */
+export function readForCashOuts(sql: Sql, accountIds: readonly number[], windows: readonly UsageWindow[], externalIds: readonly string[]) {
+  return cashOutStates(sql, READ_FOR_CASH_OUTS, accountIds, windows, externalIds);
 }
 
 /** A cash-out record to create in step 1 (stage 1, payment_status processing). */
@@ -272,30 +287,23 @@ export interface NewCashOut {
   claim: { id: number; token: string } | null;
 }
 
-/**
- * One statement for the writes of step 1 of a batch of accepted cash-outs (their accounts' books
- * locked by `lockForCashOuts`): the usage windows counted (each account's sum), the records, one
- * ledger transaction available -> pending (amount + fee) per record, and each Idempotency-Key
- * bound to its record. Returns the records (in `items` order) and the claim ids bound; the caller
- * checks that every claim was bound (else it rolls back: the key was lost).
- */
-export async function insertCashOuts(
-  tx: Sql,
-  items: readonly NewCashOut[],
-  windows: readonly UsageWindow[],
-): Promise<{ rows: OwnedTransaction[]; bound: Set<number> }> {
-  const json = JSON.stringify(
-    items.map((i, n) => ({ ...i, n, claim_id: i.claim?.id ?? null, claim_token: i.claim?.token ?? null, claim: undefined })),
-  );
-  const rows = await tx.query<TransactionRow & { bound: number[] | null; n: number }>(
-    `WITH items AS MATERIALIZED (
+/** The items of a batch of accepted cash-outs, as the statements below take them (`$1`). */
+const CASH_OUT_ITEMS = `items AS MATERIALIZED (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(
          n int, id uuid, account_id bigint, transaction_id text, end_to_end_id text, external_id text, amount bigint, fee_amount bigint,
          description text, counterparty_name text, recipient_key text, recipient_key_type text, recipient_document text,
-         recipient_ispb text, request_fingerprint text, metadata jsonb, created_at timestamptz, claim_id bigint, claim_token uuid)),
-     usage AS (
+         recipient_ispb text, request_fingerprint text, metadata jsonb, created_at timestamptz, claim_id bigint, claim_token uuid))`;
+
+/**
+ * The writes of step 1 for the cash-outs of the CTE `source` (the shape of `items`), with the
+ * limit windows in `$2`/`$3`: the usage windows counted (each account's sum), the records, one
+ * ledger transaction available -> pending (amount + fee) per record, and each Idempotency-Key
+ * bound to its record (CTEs usage, records, lt, entries, bound).
+ */
+function cashOutWrites(source: string): string {
+  return `usage AS (
        INSERT INTO cash_out_usage (account_id, window_kind, window_start, amount)
-       SELECT i.account_id, w.kind, w.start, sum(i.amount) FROM items i CROSS JOIN unnest($2::text[], $3::timestamptz[]) AS w(kind, start)
+       SELECT i.account_id, w.kind, w.start, sum(i.amount) FROM ${source} i CROSS JOIN unnest($2::text[], $3::timestamptz[]) AS w(kind, start)
         GROUP BY i.account_id, w.kind, w.start ORDER BY i.account_id, w.kind
        ON CONFLICT (account_id, window_kind, window_start) DO UPDATE SET amount = cash_out_usage.amount + EXCLUDED.amount
        RETURNING 1),
@@ -306,37 +314,155 @@ export async function insertCashOuts(
        SELECT id, transaction_id, account_id, 'cash_out', 'pix', 'outbound', 2, 'processing', 1,
          end_to_end_id, external_id, amount, fee_amount, description, counterparty_name, recipient_key, recipient_key_type,
          recipient_document, recipient_ispb, request_fingerprint, metadata, created_at
-         FROM items ORDER BY n
+         FROM ${source} ORDER BY n
        RETURNING *),
      lt AS (
        INSERT INTO ledger_transactions (kind, reference)
-       SELECT 'cash_out_reserve', transaction_id FROM items ORDER BY n RETURNING id, reference),
+       SELECT 'cash_out_reserve', transaction_id FROM ${source} ORDER BY n RETURNING id, reference),
      entries AS (
        INSERT INTO ledger_entries (ledger_transaction_id, ledger_account_id, amount)
        SELECT lt.id, la.id, CASE WHEN la.book = 'available' THEN -(i.amount + i.fee_amount) ELSE i.amount + i.fee_amount END
-         FROM lt JOIN items i ON i.transaction_id = lt.reference
+         FROM lt JOIN ${source} i ON i.transaction_id = lt.reference
          JOIN ledger_accounts la ON la.account_id = i.account_id AND la.book IN ('available', 'pending')
         ORDER BY la.id, i.n
        RETURNING 1),
      bound AS (
-       UPDATE idempotency_keys k SET resource_id = i.id::text FROM items i
+       UPDATE idempotency_keys k SET resource_id = i.id::text FROM ${source} i
         WHERE k.id = i.claim_id AND k.owner_token = i.claim_token AND k.status = 'in_progress' AND k.resource_id IS NULL
-       RETURNING k.id)
+       RETURNING k.id)`;
+}
+
+function cashOutItemsJson(items: readonly NewCashOut[]): string {
+  return JSON.stringify(items.map((i, n) => ({ ...i, n, claim_id: i.claim?.id ?? null, claim_token: i.claim?.token ?? null, claim: undefined })));
+}
+
+type WrittenRow = TransactionRow & { n: number };
+
+function ownedRows(items: readonly NewCashOut[], rows: readonly WrittenRow[]): OwnedTransaction[] {
+  return rows.map(({ n, ...row }) => ({ ...row, merchant_id: items[n]!.merchant_id }));
+}
+
+const INSERT_CASH_OUTS = `WITH ${CASH_OUT_ITEMS},
+     ${cashOutWrites('items')}
      SELECT r.*, i.n, (SELECT array_agg(id) FROM bound) AS bound, (SELECT count(*) FROM entries)::int AS entry_count
-       FROM records r JOIN items i ON i.id = r.id ORDER BY i.n`,
-    [json, windows.map((w) => w.kind), windows.map((w) => w.start)],
-  );
-  if (rows.length !== items.length || (rows[0] as unknown as { entry_count: number }).entry_count !== 2 * items.length) {
+       FROM records r JOIN items i ON i.id = r.id ORDER BY i.n`;
+
+/**
+ * One statement for the writes of step 1 of a batch of accepted cash-outs (their accounts' books
+ * locked by `lockForCashOuts`, in the caller's transaction): `cashOutWrites`. Returns the records
+ * (in `items` order) and the claim ids bound; the caller checks that every claim was bound (else it
+ * rolls back: the key was lost).
+ */
+export async function insertCashOuts(
+  tx: Sql,
+  items: readonly NewCashOut[],
+  windows: readonly UsageWindow[],
+): Promise<{ rows: OwnedTransaction[]; bound: Set<number> }> {
+  const rows = await tx.query<WrittenRow & { bound: number[] | null; entry_count: number }>(INSERT_CASH_OUTS, [
+    cashOutItemsJson(items),
+    windows.map((w) => w.kind),
+    windows.map((w) => w.start),
+  ]);
+  if (rows.length !== items.length || rows[0]!.entry_count !== 2 * items.length) {
     throw new Error(`cash-out batch: ${rows.length} records written for ${items.length}`);
   }
   const bound = new Set((rows[0]!.bound ?? []).map(Number));
-  return {
-    bound,
-    rows: rows.map(({ bound: _b, entry_count: _e, n, ...row }: TransactionRow & { bound: unknown; entry_count?: unknown; n: number }) => ({
-      ...row,
-      merchant_id: items[n]!.merchant_id,
-    })),
-  };
+  return { bound, rows: ownedRows(items, rows.map(({ bound: _b, entry_count: _e, ...row }) => row)) };
+}
+
+/**
+ * What must still hold, under the locks, of an account whose items step 1 checked on a read
+ * without locks, for its decisions to stand (see `reserveCashOutsIfUnchanged`).
+ */
+export type CheckedAccount =
+  | {
+      /** Some item was refused (balance or limit): the figures the checks saw, exactly. */
+      account_id: number;
+      exact: true;
+      /** The available book's balance: the safe balance (see `toBalances`). */
+      available: number;
+      /** Sent so far in each window, by window kind (absent: nothing). */
+      usage: Record<string, number>;
+    }
+  | {
+      /** Every item was accepted: they must still fit. */
+      account_id: number;
+      exact: false;
+      /** What the accepted items take from the available book (amounts + fees). */
+      debit: number;
+      /** The most each window may have sent so far for the accepted items to fit in its limit. */
+      caps: Record<string, number>;
+    };
+
+const RESERVE_CASH_OUTS_IF_UNCHANGED = `WITH ${CASH_OUT_ITEMS},
+     checked AS MATERIALIZED (
+       SELECT * FROM jsonb_to_recordset($4::jsonb) AS c(account_id bigint, exact boolean, available bigint, usage jsonb, debit bigint, caps jsonb)),
+     locked AS MATERIALIZED (
+       SELECT account_id, book, balance FROM ledger_accounts
+        WHERE account_id IN (SELECT account_id FROM checked) ORDER BY id FOR UPDATE),
+     used AS MATERIALIZED (
+       SELECT u.account_id, u.window_kind, u.amount FROM cash_out_usage u
+        WHERE u.account_id IN (SELECT account_id FROM locked)
+          AND (u.window_kind, u.window_start) IN (SELECT * FROM unnest($2::text[], $3::timestamptz[]))
+        ORDER BY u.account_id, u.window_kind FOR UPDATE),
+     claims AS MATERIALIZED (
+       SELECT i.account_id, (k.owner_token = i.claim_token AND k.status = 'in_progress' AND k.resource_id IS NULL) AS owned
+         FROM items i JOIN idempotency_keys k ON k.id = i.claim_id
+        ORDER BY k.id FOR UPDATE OF k),
+     unchanged AS MATERIALIZED (
+       SELECT c.account_id FROM checked c
+         CROSS JOIN LATERAL (SELECT (SELECT l.balance FROM locked l WHERE l.account_id = c.account_id AND l.book = 'available') AS available) b
+        WHERE CASE WHEN c.exact THEN b.available = c.available ELSE b.available >= c.debit END
+          AND NOT EXISTS (
+            SELECT 1 FROM unnest($2::text[]) AS w(kind)
+             CROSS JOIN LATERAL (SELECT COALESCE((SELECT u.amount FROM used u WHERE u.account_id = c.account_id AND u.window_kind = w.kind), 0) AS sent) n
+             WHERE CASE WHEN c.exact THEN n.sent <> COALESCE((c.usage ->> w.kind)::bigint, 0) ELSE n.sent > (c.caps ->> w.kind)::bigint END)
+          AND NOT EXISTS (SELECT 1 FROM claims k WHERE k.account_id = c.account_id AND NOT k.owned)),
+     ok AS MATERIALIZED (SELECT i.* FROM items i WHERE i.account_id IN (SELECT account_id FROM unchanged)),
+     ${cashOutWrites('ok')},
+     checks AS (
+       SELECT statement_assert((SELECT count(*) FROM entries) = 2 * (SELECT count(*) FROM ok), 'cash-out reserve: ledger entries missing')
+          AND statement_assert((SELECT count(*) FROM bound) = (SELECT count(*) FROM ok WHERE claim_id IS NOT NULL), 'cash-out reserve: an Idempotency-Key not bound')
+          AND statement_assert((SELECT count(*) FROM records) = (SELECT count(*) FROM ok), 'cash-out reserve: records missing') AS ok)
+     SELECT r.*, i.n, (SELECT array_agg(account_id) FROM unchanged) AS unchanged, (SELECT ok FROM checks) AS checked
+       FROM (SELECT 1) one LEFT JOIN (records r JOIN ok i ON i.id = r.id) ON true ORDER BY i.n`;
+
+/**
+ * Step 1 of a batch of cash-outs whose checks ran on a read without locks (`readForCashOuts`), in
+ * ONE statement, outside any transaction (one round trip, and the books locked only while it runs
+ * and commits): it locks the books of the accounts (ledger account id order, as every money
+ * movement), the usage rows of the windows and the Idempotency-Keys to bind, then writes (as
+ * `insertCashOuts`) the items of each account whose decisions still stand as of the locks and
+ * whose keys are all still held. Decisions stand when
+ *   - every item of the account was accepted: its available balance (the safe balance) still
+ *     covers their debits and every window's usage still leaves room for their amounts — the
+ *     checks under the locks would accept each of them, in the same order;
+ *   - else (a refusal): its available balance and its usage in every window are exactly what the
+ *     checks saw, so a refusal (and its detail) is never made against figures that changed.
+ * The items of the other accounts are not written: the caller checks them again under the locks
+ * (`lockForCashOuts`). An item's external_id taken meanwhile fails the statement (unique
+ * constraint): nothing of it is written.
+ *
+ * Every change of a book's available balance or of a usage row happens under the lock of the
+ * account's books, so the figures read under the locks are those the next change starts from; the
+ * statement's own invariants (entries, bound keys, records) are asserted inside it
+ * (`statement_assert`), so it commits all of them or nothing.
+ */
+export async function reserveCashOutsIfUnchanged(
+  sql: Sql,
+  items: readonly NewCashOut[],
+  windows: readonly UsageWindow[],
+  checked: readonly CheckedAccount[],
+): Promise<{ rows: OwnedTransaction[]; unchanged: Set<number> }> {
+  const rows = await sql.query<WrittenRow & { unchanged: number[] | null; checked: boolean }>(RESERVE_CASH_OUTS_IF_UNCHANGED, [
+    cashOutItemsJson(items),
+    windows.map((w) => w.kind),
+    windows.map((w) => w.start),
+    JSON.stringify(checked),
+  ]);
+  const unchanged = new Set((rows[0]?.unchanged ?? []).map(Number));
+  const written = rows.filter((r) => r.id !== null).map(({ unchanged: _u, checked: _c, ...row }) => row);
+  return { unchanged, rows: ownedRows(items, written) };
 }
 
 /** Step 3 of one cash-out the rail took (see `markSentWithEvents`). */

@@ -319,3 +319,174 @@ describe.skipIf(!BACKENDS.includes('postgres'))('cash-out batches of two process
     expect(await balances(a.ctx.db, m.accountId)).toEqual({ available: 8 * 100_000, blocked: 0, pending: 0 });
   });
 });
+
+/**
+ * A batch is checked on a read without locks and written by one statement that writes only the
+ * accounts whose figures are still those the checks saw (repository.reserveCashOutsIfUnchanged).
+ * Here something changes between the read and that statement (injected just before it is sent):
+ * the account's items are checked again under the locks, and what the change did counts.
+ */
+describe.each(BACKENDS)('a batch whose accounts change between its read and its write on %s', (backend) => {
+  let s: TestServer;
+  let receiver: string;
+  beforeAll(async () => {
+    s = await startTestServer({ backend, env: SIM_FAST });
+    receiver = await foreignKey(s);
+  });
+  afterAll(async () => {
+    await expectLedgerConsistent(s.ctx.db);
+    await s?.close();
+  });
+
+  /** Runs `change` just before the next write-if-unchanged statement; counts the batches checked again under the locks. */
+  function beforeWrite(change: () => Promise<void>): { lockedAgain: () => number; stop: () => void } {
+    const db = s.ctx.db;
+    const query = db.query;
+    let pending = true;
+    const counter = recordStatements(db);
+    db.query = (async (text: string, params?: readonly unknown[]) => {
+      if (pending && text.includes('checked AS MATERIALIZED')) {
+        pending = false;
+        await change();
+      }
+      return query.call(db, text, params);
+    }) as Database['query'];
+    return {
+      lockedAgain: () => counter.log.filter((st) => st.tx !== null && LOCKS.test(st.text)).length,
+      stop() {
+        counter.stop();
+        db.query = query;
+      },
+    };
+  }
+
+  const run = (m: MerchantFixture, body: Record<string, unknown>, key: CashOutKey = NO_KEY, ctx = s.ctx) =>
+    cashOut(ctx, { merchantId: m.merchantId, accountId: m.accountId }, parseCashOut({ pix_key: receiver, ...body }), key).then(
+      (answer) => ({ ok: true as const, answer }),
+      (err: unknown) => ({ ok: false as const, err }),
+    );
+
+  it('a credit between them: the refusal the read would have made is not made, both are accepted against the new balance', async () => {
+    const m = await merchantWithKey(s, { depositCents: 1_000 });
+    // The read sees 1,000: the first 800 fits, the second not. The deposit lands before the write.
+    const hook = beforeWrite(async () => {
+      expect((await s.admin('POST', `/accounts/${m.accountId}/deposits`, { amount: 1_000 })).status).toBe(201);
+    });
+    let outcomes;
+    try {
+      outcomes = await Promise.all([run(m, { amount: 800 }), run(m, { amount: 800 })]);
+      expect(hook.lockedAgain()).toBeGreaterThanOrEqual(1);
+    } finally {
+      hook.stop();
+    }
+    expect(outcomes.map((o) => o.ok)).toEqual([true, true]);
+    const rows = await s.ctx.db.query<{ amount: number }>(`SELECT amount FROM transactions WHERE account_id = $1 AND kind = 'cash_out'`, [m.accountId]);
+    expect(rows.map((r) => r.amount)).toEqual([80_000, 80_000]);
+    await waitFor(() => balances(s.ctx.db, m.accountId), (x) => x.pending === 0);
+    expect(await balances(s.ctx.db, m.accountId)).toEqual({ available: 40_000, blocked: 0, pending: 0 });
+  });
+
+  it('a debit between them: what the read accepted is refused under the locks, nothing is overdrawn', async () => {
+    const m = await merchantWithKey(s, { depositCents: 1_000 });
+    // The read sees 1,000 and accepts 600; another process's cash-out of 700 commits before the write.
+    const hook = beforeWrite(async () => {
+      const other = await run(m, { amount: 700 }, NO_KEY, { ...s.ctx }); // another context: a batcher of its own, as another process
+      expect(other.ok).toBe(true);
+    });
+    let outcome;
+    try {
+      outcome = await run(m, { amount: 600 });
+      expect(hook.lockedAgain()).toBeGreaterThanOrEqual(1);
+    } finally {
+      hook.stop();
+    }
+    expect(outcome.ok === false && outcome.err instanceof HttpError && (outcome.err.body as { code: string }).code).toBe('insufficient_balance');
+    const rows = await s.ctx.db.query<{ amount: number }>(`SELECT amount FROM transactions WHERE account_id = $1 AND kind = 'cash_out'`, [m.accountId]);
+    expect(rows.map((r) => r.amount)).toEqual([70_000]);
+    await waitFor(() => balances(s.ctx.db, m.accountId), (x) => x.pending === 0);
+    expect(await balances(s.ctx.db, m.accountId)).toEqual({ available: 30_000, blocked: 0, pending: 0 });
+  });
+
+  it('a debit between them that leaves enough: every item was accepted and still fits, so the one statement writes them (nothing checked again)', async () => {
+    const m = await merchantWithKey(s, { depositCents: 2_000 });
+    const hook = beforeWrite(async () => {
+      expect((await run(m, { amount: 700 }, NO_KEY, { ...s.ctx })).ok).toBe(true);
+    });
+    let outcomes;
+    try {
+      outcomes = await Promise.all([run(m, { amount: 600 }), run(m, { amount: 600 })]);
+      expect(hook.lockedAgain()).toBe(0);
+    } finally {
+      hook.stop();
+    }
+    expect(outcomes.map((o) => o.ok)).toEqual([true, true]);
+    await waitFor(() => balances(s.ctx.db, m.accountId), (x) => x.pending === 0);
+    expect(await balances(s.ctx.db, m.accountId)).toEqual({ available: 10_000, blocked: 0, pending: 0 });
+    const [usage] = await s.ctx.db.query<{ amount: number }>(`SELECT amount FROM cash_out_usage WHERE account_id = $1 AND window_kind = 'day'`, [m.accountId]);
+    expect(usage!.amount).toBe(190_000);
+  });
+
+  it('the daily limit used up between them: the accepted items no longer fit, they are checked again under the locks and the one past the limit is refused', async () => {
+    const m = await merchantWithKey(s, { depositCents: 10_000 });
+    expect((await s.admin('PATCH', `/accounts/${m.accountId}`, { cash_out_daily_limit_cents: 2_000, cash_out_nighttime_limit_cents: 2_000 })).status).toBe(200);
+    const hook = beforeWrite(async () => {
+      expect((await run(m, { amount: 1_000 }, NO_KEY, { ...s.ctx })).ok).toBe(true);
+    });
+    let outcomes;
+    try {
+      outcomes = await Promise.all([run(m, { amount: 600 }), run(m, { amount: 600 })]);
+      expect(hook.lockedAgain()).toBeGreaterThanOrEqual(1);
+    } finally {
+      hook.stop();
+    }
+    const codes = outcomes.map((o) => (o.ok ? 200 : o.err instanceof HttpError && (o.err.body as { code: string }).code));
+    expect(codes[0]).toBe(200);
+    expect(codes[1]).toMatch(/^(daily|nighttime)_limit_exceeded$/);
+    const [usage] = await s.ctx.db.query<{ amount: number }>(`SELECT amount FROM cash_out_usage WHERE account_id = $1 AND window_kind = 'day'`, [m.accountId]);
+    expect(usage!.amount).toBe(160_000);
+  });
+
+  it('the same external_id taken between them: the statement writes nothing, the request answers with the order that took it', async () => {
+    const m = await merchantWithKey(s, { depositCents: 10_000 });
+    const externalId = `ext-${randomUUID()}`;
+    let first: Awaited<ReturnType<typeof run>> | undefined;
+    const hook = beforeWrite(async () => {
+      first = await run(m, { amount: 1000, external_id: externalId }, NO_KEY, { ...s.ctx });
+    });
+    let second;
+    try {
+      second = await run(m, { amount: 1000, external_id: externalId });
+      expect(hook.lockedAgain()).toBeGreaterThanOrEqual(1);
+    } finally {
+      hook.stop();
+    }
+    expect(first?.ok && second.ok).toBe(true);
+    expect(second.ok && second.answer.body.transaction_id).toBe(first?.ok && first.answer.body.transaction_id);
+    const rows = await s.ctx.db.query<{ amount: number }>(`SELECT amount FROM transactions WHERE account_id = $1 AND kind = 'cash_out'`, [m.accountId]);
+    expect(rows).toHaveLength(1);
+    await waitFor(() => balances(s.ctx.db, m.accountId), (x) => x.pending === 0);
+    expect((await balances(s.ctx.db, m.accountId)).available).toBe(1_000_000 - 100_000);
+  });
+
+  it('an Idempotency-Key taken over between them: that request fails alone, nothing is bound to it, the other of its account is written once', async () => {
+    const m = await merchantWithKey(s, { depositCents: 10_000 });
+    const keys = await Promise.all([0, 1].map(() => claimedCashOutKey(s, m.merchantId, randomUUID())));
+    const hook = beforeWrite(async () => {
+      await s.ctx.db.query('UPDATE idempotency_keys SET owner_token = $2 WHERE id = $1', [keys[1]!.claim.id, randomUUID()]);
+    });
+    let outcomes;
+    try {
+      outcomes = await Promise.all(keys.map(({ key }, i) => run(m, { amount: 1000 + i }, key)));
+    } finally {
+      hook.stop();
+    }
+    expect(outcomes[0]!.ok).toBe(true);
+    expect(outcomes[1]!.ok === false && outcomes[1]!.err).toBeInstanceOf(IdempotencyLostError);
+    const rows = await s.ctx.db.query<{ amount: number }>(`SELECT amount FROM transactions WHERE account_id = $1 AND kind = 'cash_out'`, [m.accountId]);
+    expect(rows.map((r) => r.amount)).toEqual([100_000]);
+    const [taken] = await s.ctx.db.query<{ resource_id: string | null }>('SELECT resource_id FROM idempotency_keys WHERE id = $1', [keys[1]!.claim.id]);
+    expect(taken!.resource_id).toBeNull();
+    await waitFor(() => balances(s.ctx.db, m.accountId), (x) => x.pending === 0);
+    expect((await balances(s.ctx.db, m.accountId)).available).toBe(1_000_000 - 100_000);
+  });
+});

@@ -23,7 +23,7 @@ import { recordStatements, summarize, type Statement } from '../helpers/statemen
  */
 const EXPECTED = {
   lookups: 1, // was 1
-  reserve: 4, // was 9: BEGIN, lock books, read external_id, read holder, usage upsert, insert record, ledger, bind key, COMMIT
+  reserve: 2, // was 9 (BEGIN, lock books, read external_id, read holder, usage upsert, insert record, ledger, bind key, COMMIT), then 4 (BEGIN, lock and read, write, COMMIT): now the read, then one statement that locks and writes if nothing changed, outside a transaction
   send: 1, // was 3: directory entry, insert payment, read stall switch
   record: 1, // was 5: BEGIN, mark sent, outbox event, idempotency answer, COMMIT
   settle: 8, // was 20, then 9: the handler's transaction is now the delivery batch's (even of one): BEGIN, lock books and record, inbox + settlement, COMMIT (record lock and rail_inbox insert no longer separate statements)
@@ -31,15 +31,16 @@ const EXPECTED = {
 
 /** Splits the statements of one cash-out into its steps (they run one after another). */
 function steps(statements: Statement[]) {
-  const firstTx = statements.findIndex((s) => s.tx !== null);
-  const reserveTx = statements[firstTx]!.tx;
-  const afterReserve = statements.findLastIndex((s) => s.tx === reserveTx) + 1;
+  // Step 1 begins with the read of the account's books and ends where the rail's statements
+  // (tables sim_*) begin.
+  const reserveStart = statements.findIndex((s) => /\bledger_accounts\b/.test(s.text));
+  const afterReserve = statements.findIndex((s, i) => i > reserveStart && /\bsim_/.test(s.text));
   const rest = statements.slice(afterReserve);
   // The rail's statements are the simulator's (tables sim_*); what follows them is step 3.
   const recordStart = rest.findLastIndex((s) => /\bsim_/.test(s.text)) + 1;
   return {
-    lookups: statements.slice(0, firstTx),
-    reserve: statements.slice(firstTx, afterReserve),
+    lookups: statements.slice(0, reserveStart),
+    reserve: statements.slice(reserveStart, afterReserve),
     send: rest.slice(0, recordStart),
     record: rest.slice(recordStart),
   };
