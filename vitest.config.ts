@@ -7,9 +7,9 @@ export default defineConfig({
     // Files run in parallel; each test builds its own database or schema. Vitest's default is one
     // fork per core minus one — a single fork, every file in turn, on a 2-core machine — while most
     // of a file's time is spent waiting on sockets, child processes and timers.
-    maxWorkers: Number(process.env.TEST_WORKERS ?? 3),
+    maxWorkers: Number(process.env.TEST_WORKERS ?? 2),
     minWorkers: 1,
-    // A safety net against a hang, not a timing assertion: generous, since three forks share two
+    // A safety net against a hang, not a timing assertion: generous, since the forks share two
     // cores and the tests that spawn whole pixgate processes (test/process.test.ts) take 15-25 s then.
     testTimeout: 60_000,
     hookTimeout: 120_000,

@@ -60,7 +60,7 @@ export function spawnPixgate(env: Record<string, string>): PixgateProcess {
       resolve({ code, signal });
     }),
   );
-  const waitFor = (pattern: RegExp, ms = 30_000) =>
+  const waitFor = (pattern: RegExp, ms = 60_000) =>
     new Promise<RegExpMatchArray>((resolve, reject) => {
       const check = () => {
         const m = out.match(pattern);

@@ -62,7 +62,7 @@ function checkReceived(r: Receiver) {
 }
 
 async function killMidDelivery(p: PixgateProcess, r: Receiver) {
-  await r.waitFor((x) => x.length >= 10, 30_000);
+  await r.waitFor((x) => x.length >= 10, 60_000);
   p.proc.kill('SIGKILL');
   expect((await p.exited).signal).toBe('SIGKILL');
 }
@@ -84,7 +84,7 @@ describe('SIGKILL in the middle of deliveries', () => {
     expect(delivered).toBeLessThan(SUBJECTS * STEPS);
 
     const again = await startPixgate(env);
-    await r.waitFor((x) => new Set(x.map((y) => y.body.n)).size === SUBJECTS * STEPS, 30_000);
+    await r.waitFor((x) => new Set(x.map((y) => y.body.n)).size === SUBJECTS * STEPS, 60_000);
     again.proc.kill('SIGTERM');
     expect((await again.exited).code).toBe(0);
     checkReceived(r);
@@ -94,7 +94,7 @@ describe('SIGKILL in the middle of deliveries', () => {
     await after.close();
     expect(rows).toEqual([{ status: 'delivered', n: SUBJECTS * STEPS }]);
     await r.close();
-  }, 90_000);
+  }, 180_000);
 
   const pgUrl = process.env.TEST_DATABASE_URL;
   it.runIf(pgUrl)('PostgreSQL: no event is lost after a restart; events written while it runs', async () => {
@@ -114,7 +114,7 @@ describe('SIGKILL in the middle of deliveries', () => {
       expect(inFlight).toBeGreaterThan(0); // killed with deliveries claimed and not finished
 
       const again = await startPixgate(env);
-      await waitUntil(async () => (await db.query<any>(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'delivered'`))[0].n === SUBJECTS * STEPS, 30_000);
+      await waitUntil(async () => (await db.query<any>(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'delivered'`))[0].n === SUBJECTS * STEPS, 60_000);
       again.proc.kill('SIGTERM');
       expect((await again.exited).code).toBe(0);
       checkReceived(r);
@@ -131,5 +131,5 @@ describe('SIGKILL in the middle of deliveries', () => {
       await c.end();
       await r.close();
     }
-  }, 90_000);
+  }, 180_000);
 });
