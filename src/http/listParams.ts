@@ -2,18 +2,6 @@ import { z } from 'zod';
 import { PER_PAGE_MAX } from './query.js';
 
 /**
- * The query parameters shared by the statement, the transaction list and the MED list, as
- * src/http/query.ts reads them (readPageAndDates): the schema the document states for them. An
- * empty value (`?per_page=`) takes the default, as an absent one does, so the patterns allow it.
- */
-export const pageAndDatesQuery = {
-  page: z.string().regex(/^(\d{1,9})?$/).optional().describe('Page number, from 1 (default 1; empty = default)'),
-  per_page: z.string().regex(/^(\d{1,9})?$/).optional().describe(`Records per page, 1 to ${PER_PAGE_MAX} (default 20, also when empty; above ${PER_PAGE_MAX} is refused)`),
-  date_from: z.string().regex(/^(\d{4}-\d{2}-\d{2})?$/).optional().describe('YYYY-MM-DD, from 00:00:00Z of that day (empty = no bound)'),
-  date_to: z.string().regex(/^(\d{4}-\d{2}-\d{2})?$/).optional().describe('YYYY-MM-DD, through 23:59:59.999Z of that day (empty = no bound)'),
-};
-
-/**
  * A query parameter read by src/http/query.ts (QueryReader), which takes an empty value for an
  * absent one: the document states `schema` or the empty string (the HTTP fuzzer sent
  * `?status=` and got the 200 the document did not allow).
@@ -21,3 +9,15 @@ export const pageAndDatesQuery = {
 export function readerParam<S extends z.ZodType>(schema: S, description: string) {
   return z.union([schema, z.literal('')]).optional().describe(description);
 }
+
+/**
+ * The query parameters shared by the statement, the transaction list and the MED list, as
+ * src/http/query.ts reads them (readPageAndDates): the schema the document states for them. An
+ * empty value (`?per_page=`) takes the default, as an absent one does (`readerParam`).
+ */
+export const pageAndDatesQuery = {
+  page: readerParam(z.string().regex(/^\d{1,9}$/), 'Page number, from 1 (default 1; empty = default)'),
+  per_page: readerParam(z.string().regex(/^\d{1,9}$/), `Records per page, 1 to ${PER_PAGE_MAX} (default 20, also when empty; above ${PER_PAGE_MAX} is refused)`),
+  date_from: readerParam(z.string().regex(/^\d{4}-\d{2}-\d{2}$/), 'YYYY-MM-DD, from 00:00:00Z of that day (empty = no bound)'),
+  date_to: readerParam(z.string().regex(/^\d{4}-\d{2}-\d{2}$/), 'YYYY-MM-DD, through 23:59:59.999Z of that day (empty = no bound)'),
+};

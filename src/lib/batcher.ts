@@ -94,10 +94,15 @@ export class Batcher<I, O> {
  * use.
  */
 export function batcherPer<K extends object, I, O>(make: (key: K) => Batcher<I, O>): (key: K) => Batcher<I, O> {
-  const made = new WeakMap<K, Batcher<I, O>>();
+  return onePer(make);
+}
+
+/** One value per key object, made on first use (a batcher, an observer: per app context). */
+export function onePer<K extends object, V>(make: (key: K) => V): (key: K) => V {
+  const made = new WeakMap<K, V>();
   return (key) => {
-    let b = made.get(key);
-    if (!b) made.set(key, (b = make(key)));
-    return b;
+    let v = made.get(key);
+    if (v === undefined) made.set(key, (v = make(key)));
+    return v;
   };
 }

@@ -3,7 +3,7 @@ import type { AppContext } from '../context.js';
 import { sqlState, type Sql } from '../db/db.js';
 import { outboxBody } from '../events/outbox.js';
 import { IdempotencyLostError, type IdempotencyBinding } from '../external/idempotency.js';
-import { Batcher, batcherPer, type BatchObserver, type BatchOutcome } from '../lib/batcher.js';
+import { Batcher, batcherPer, onePer, type BatchOutcome } from '../lib/batcher.js';
 import { lockAccount, toBalances } from '../ledger/ledger.js';
 import { newEndToEndId, newTransactionId, TX_PREFIX } from '../lib/ids.js';
 import { addMoney, centsToBaseUnits } from '../lib/money.js';
@@ -191,12 +191,7 @@ async function runBatch(ctx: AppContext, batch: ReserveRequest[]): Promise<Batch
 }
 
 /** The batches (or parts of batches) checked again under the locks (`pixgate_batch_*{batcher="cash_out_reserve_locked"}`). */
-const lockedObservers = new WeakMap<AppContext, BatchObserver>();
-function lockedObserver(ctx: AppContext): BatchObserver {
-  let observer = lockedObservers.get(ctx);
-  if (!observer) lockedObservers.set(ctx, (observer = ctx.metrics.batchObserver('cash_out_reserve_locked')));
-  return observer;
-}
+const lockedObserver = onePer((ctx: AppContext) => ctx.metrics.batchObserver('cash_out_reserve_locked'));
 
 async function reserveUnlocked(ctx: AppContext, items: ReserveRequest[]): Promise<{ done: Map<ReserveRequest, BatchOutcome<Reserved>>; again: ReserveRequest[] }> {
   const now = ctx.clock.now();
@@ -213,7 +208,8 @@ async function reserveUnlocked(ctx: AppContext, items: ReserveRequest[]): Promis
   const accepted = decided.accepted.filter((a) => toWrite.has(a.item.caller.accountId));
   let written = { rows: [] as OwnedTransaction[], unchanged: new Set<number>() };
   if (accepted.length > 0) {
-    const checked = [...toWrite].map((id) => checkedAccount(read.accounts.get(id)!, decided, items, windows));
+    const refusing = new Set(items.filter((item, i) => decided.refused(i)).map((item) => item.caller.accountId));
+    const checked = [...toWrite].map((id) => checkedAccount(read.accounts.get(id)!, refusing.has(id), decided, windows));
     written = await repo.reserveCashOutsIfUnchanged(
       ctx.db,
       accepted.map((a) => a.record),
@@ -234,9 +230,8 @@ async function reserveUnlocked(ctx: AppContext, items: ReserveRequest[]): Promis
 }
 
 /** What must still hold of an account, under the locks, for the checks its items passed on the read. */
-function checkedAccount(state: repo.CashOutLockState, decided: Decided, items: readonly ReserveRequest[], windows: readonly repo.UsageWindow[]): repo.CheckedAccount {
+function checkedAccount(state: repo.CashOutLockState, refused: boolean, decided: Decided, windows: readonly repo.UsageWindow[]): repo.CheckedAccount {
   const id = state.account_id;
-  const refused = items.some((item, i) => item.caller.accountId === id && decided.refused(i));
   if (refused) return { account_id: id, exact: true, available: toBalances(state.books).safe, usage: state.usage ?? {} };
   let debit = 0;
   let amount = 0;

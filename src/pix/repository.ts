@@ -231,6 +231,11 @@ function cashOutStateSql(lock: boolean): string {
 const LOCK_FOR_CASH_OUTS = cashOutStateSql(true);
 const READ_FOR_CASH_OUTS = cashOutStateSql(false);
 
+/** The limit windows as the statements of step 1 take them (`$2` kinds, `$3` starts). */
+function windowParams(windows: readonly UsageWindow[]): [string[], Date[]] {
+  return [windows.map((w) => w.kind), windows.map((w) => w.start)];
+}
+
 async function cashOutStates(
   sql: Sql,
   text: string,
@@ -238,7 +243,7 @@ async function cashOutStates(
   windows: readonly UsageWindow[],
   externalIds: readonly string[],
 ): Promise<{ stale: boolean; accounts: Map<number, CashOutLockState> }> {
-  const rows = await sql.query<CashOutLockState & { stale: boolean }>(text, [accountIds, windows.map((w) => w.kind), windows.map((w) => w.start), externalIds]);
+  const rows = await sql.query<CashOutLockState & { stale: boolean }>(text, [accountIds, ...windowParams(windows), externalIds]);
   const accounts = new Map<number, CashOutLockState>();
   for (const { stale: _s, ...row } of rows) accounts.set(Number(row.account_id), row);
   for (const id of accountIds) if (!accounts.has(id)) throw new Error(`account ${id} not found`);
@@ -358,11 +363,7 @@ export async function insertCashOuts(
   items: readonly NewCashOut[],
   windows: readonly UsageWindow[],
 ): Promise<{ rows: OwnedTransaction[]; bound: Set<number> }> {
-  const rows = await tx.query<WrittenRow & { bound: number[] | null; entry_count: number }>(INSERT_CASH_OUTS, [
-    cashOutItemsJson(items),
-    windows.map((w) => w.kind),
-    windows.map((w) => w.start),
-  ]);
+  const rows = await tx.query<WrittenRow & { bound: number[] | null; entry_count: number }>(INSERT_CASH_OUTS, [cashOutItemsJson(items), ...windowParams(windows)]);
   if (rows.length !== items.length || rows[0]!.entry_count !== 2 * items.length) {
     throw new Error(`cash-out batch: ${rows.length} records written for ${items.length}`);
   }
@@ -420,11 +421,12 @@ const RESERVE_CASH_OUTS_IF_UNCHANGED = `WITH ${CASH_OUT_ITEMS},
           AND NOT EXISTS (SELECT 1 FROM claims k WHERE k.account_id = c.account_id AND NOT k.owned)),
      ok AS MATERIALIZED (SELECT i.* FROM items i WHERE i.account_id IN (SELECT account_id FROM unchanged)),
      ${cashOutWrites('ok')},
+     -- Selected below so that it runs (a CTE nobody reads is not evaluated); a false one aborts.
      checks AS (
        SELECT statement_assert((SELECT count(*) FROM entries) = 2 * (SELECT count(*) FROM ok), 'cash-out reserve: ledger entries missing')
           AND statement_assert((SELECT count(*) FROM bound) = (SELECT count(*) FROM ok WHERE claim_id IS NOT NULL), 'cash-out reserve: an Idempotency-Key not bound')
           AND statement_assert((SELECT count(*) FROM records) = (SELECT count(*) FROM ok), 'cash-out reserve: records missing') AS ok)
-     SELECT r.*, i.n, (SELECT array_agg(account_id) FROM unchanged) AS unchanged, (SELECT ok FROM checks) AS checked
+     SELECT r.*, i.n, (SELECT array_agg(account_id) FROM unchanged) AS unchanged, (SELECT ok FROM checks) AS asserted
        FROM (SELECT 1) one LEFT JOIN (records r JOIN ok i ON i.id = r.id) ON true ORDER BY i.n`;
 
 /**
@@ -454,14 +456,14 @@ export async function reserveCashOutsIfUnchanged(
   windows: readonly UsageWindow[],
   checked: readonly CheckedAccount[],
 ): Promise<{ rows: OwnedTransaction[]; unchanged: Set<number> }> {
-  const rows = await sql.query<WrittenRow & { unchanged: number[] | null; checked: boolean }>(RESERVE_CASH_OUTS_IF_UNCHANGED, [
+  const rows = await sql.query<WrittenRow & { unchanged: number[] | null; asserted: boolean }>(RESERVE_CASH_OUTS_IF_UNCHANGED, [
     cashOutItemsJson(items),
-    windows.map((w) => w.kind),
-    windows.map((w) => w.start),
+    ...windowParams(windows),
     JSON.stringify(checked),
   ]);
   const unchanged = new Set((rows[0]?.unchanged ?? []).map(Number));
-  const written = rows.filter((r) => r.id !== null).map(({ unchanged: _u, checked: _c, ...row }) => row);
+  // One row even when nothing was written (the LEFT JOIN): those carry no record.
+  const written = rows.filter((r) => r.id !== null).map(({ unchanged: _u, asserted: _a, ...row }) => row);
   return { unchanged, rows: ownedRows(items, written) };
 }
 

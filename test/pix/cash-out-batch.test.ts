@@ -400,7 +400,11 @@ describe.each(BACKENDS)('a batch whose accounts change between its read and its 
     } finally {
       hook.stop();
     }
-    expect(outcome.ok === false && outcome.err instanceof HttpError && (outcome.err.body as { code: string }).code).toBe('insufficient_balance');
+    // The spec's error, with the balance as the locks found it (300.00 after the other debit), not as the read saw it.
+    expect(outcome.ok === false && outcome.err instanceof HttpError && [outcome.err.statusCode, outcome.err.body]).toEqual([
+      400,
+      { worked: false, errors: { insufficient_balance: 'Balance below amount plus fee' }, code: 'insufficient_balance', detail: 'Available balance 30000 is below amount plus fee 60000 (base units)' },
+    ]);
     const rows = await s.ctx.db.query<{ amount: number }>(`SELECT amount FROM transactions WHERE account_id = $1 AND kind = 'cash_out'`, [m.accountId]);
     expect(rows.map((r) => r.amount)).toEqual([70_000]);
     await waitFor(() => balances(s.ctx.db, m.accountId), (x) => x.pending === 0);

@@ -177,7 +177,7 @@ describe.each(BACKENDS)('POST /pix/cash-out on %s', (backend) => {
 
   it('400 insufficient_balance when amount plus fee exceeds the safe balance; nothing is written', async () => {
     const poor = await merchantWithKey(s, { depositCents: 500 });
-    expectCashOutError(await poor.client.post('/pix/cash-out', { amount: 501, pix_key: key, external_id: 'too-much' }), 400, 'insufficient_balance');
+    expectCashOutError(await poor.client.post('/pix/cash-out', { amount: 501, pix_key: key, external_id: 'too-much' }), 400, 'insufficient_balance', 'Balance below amount plus fee');
     expect(await balances(s.ctx.db, poor.accountId)).toEqual({ available: 50_000, blocked: 0, pending: 0 });
     expect((await poor.client.get('/transactions/ref/too-much')).status).toBe(404);
     expect((await poor.client.post('/pix/cash-out', { amount: 500, pix_key: key })).status).toBe(200);
