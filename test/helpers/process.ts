@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll } from 'vitest';
 import { packageRoot } from '../../src/lib/paths.js';
 
 export const MAIN = join(packageRoot, 'dist', 'src', 'main.js');
@@ -24,7 +23,9 @@ export interface PixgateProcess {
  */
 const spawned = new Set<ChildProcess>();
 const alive = (p: ChildProcess) => p.exitCode === null && p.signalCode === null;
-afterAll(async () => {
+// Inside vitest only: the bench scripts (bench/idle.ts) start servers with this helper too, and
+// importing vitest outside its runner throws.
+if (process.env.VITEST) (await import('vitest')).afterAll(async () => {
   // SIGTERM first: a primary of WEB_CONCURRENCY > 1 stops its workers on it; SIGKILL after 5 s.
   const left = [...spawned].filter(alive);
   for (const p of left) p.kill('SIGTERM');
