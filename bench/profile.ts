@@ -14,10 +14,15 @@
  *   PROFILE_TOP        12     rows of each top list
  *   PROFILE_WORKERS    1      WEB_CONCURRENCY of the server (the CPU profile is the primary's: use 1)
  *   PROFILE_ACCOUNTS   10     accounts the cash-outs go round
+ *   PROFILE_PG_OPTIONS (none)  more settings of the throwaway cluster, e.g. auto_explain:
+ *                              '-c shared_preload_libraries=pg_stat_statements,auto_explain
+ *                               -c auto_explain.log_min_duration=0 -c auto_explain.sample_rate=0.01
+ *                               -c auto_explain.log_analyze=on'
+ *   PROFILE_PG_LOG     (none)  a file the cluster's server log is copied to before it is removed
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -82,7 +87,9 @@ function printTop(title: string, rows: StatementRow[], per: number) {
 async function main() {
   const missing = missingPrerequisite();
   if (missing) throw new Error(`bench:profile cannot run here: ${missing}`);
-  const cluster = new PostgresCluster('-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=top');
+  const cluster = new PostgresCluster(
+    `-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=top ${process.env.PROFILE_PG_OPTIONS ?? ''}`.trim(),
+  );
   const redis = new RedisServer();
   const profileDir = mkdtempSync(join(tmpdir(), 'pixgate-cpuprof-'));
   await cluster.init();
@@ -152,6 +159,7 @@ async function main() {
     printCpuProfile(profileDir);
     rmSync(profileDir, { recursive: true, force: true });
     await redis.stop();
+    if (process.env.PROFILE_PG_LOG) copyFileSync(join(cluster.dir, 'postgres.log'), process.env.PROFILE_PG_LOG);
     await cluster.destroy();
   }
 }

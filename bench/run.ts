@@ -34,6 +34,8 @@
  *                        defaults or '--max-old-space-size=512'
  *   BENCH_NODE_OPTIONS   (none) NODE_OPTIONS of the started server (e.g. --max-semi-space-size=8)
  *   MALLOC_ARENA_MAX     (none) passed to the started server when set (glibc arenas: RSS experiments)
+ *   BENCH_KEEP_SCHEMA    (off) 1 keeps each started server's schema after its runs (to EXPLAIN its
+ *                        statements on the data a run left)
  *   BENCH_ONLY           (all) comma-separated scenarios to run: many,hot,balance,v1,v2,webhooks, or the
  *                              groups cash-out (many,hot) and pipeline (balance,v1,v2)
  */
@@ -207,7 +209,8 @@ async function startTarget(workers: number, webhookPort: number): Promise<Target
       await new Promise((r) => child.once('exit', r));
       const c = new pg.Client({ connectionString: DB_URL });
       await c.connect();
-      await c.query(`DROP SCHEMA ${schema} CASCADE`);
+      if (env.BENCH_KEEP_SCHEMA === '1') console.log(`kept schema ${schema} (BENCH_KEEP_SCHEMA=1): drop it with DROP SCHEMA ${schema} CASCADE`);
+      else await c.query(`DROP SCHEMA ${schema} CASCADE`);
       await c.end();
     },
   };

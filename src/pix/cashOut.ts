@@ -264,10 +264,19 @@ async function reserveLocked(ctx: AppContext, batch: ReserveRequest[]): Promise<
   }
 }
 
-/** The accounts of a batch (in id order) and the external_ids it names. */
-function batchScope(items: readonly ReserveRequest[]): [number[], string[]] {
+/** The accounts of a batch (in id order) and the external_ids it names, each with its account. */
+function batchScope(items: readonly ReserveRequest[]): [number[], repo.ExternalIdRef[]] {
   const accountIds = [...new Set(items.map((i) => i.caller.accountId))].sort((a, b) => a - b);
-  const externalIds = [...new Set(items.map((i) => i.cmd.externalId).filter((e): e is string => e !== null))];
+  const seen = new Set<string>();
+  const externalIds: repo.ExternalIdRef[] = [];
+  for (const i of items) {
+    if (i.cmd.externalId === null) continue;
+    const ref = { accountId: i.caller.accountId, externalId: i.cmd.externalId };
+    const key = `${ref.accountId}:${ref.externalId}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    externalIds.push(ref);
+  }
   return [accountIds, externalIds];
 }
 

@@ -302,9 +302,11 @@ export async function takeOutboundPayments(sql: Sql, orders: readonly OutboundOr
               d.description, d.txid, CASE WHEN d.fraud_flagged AND d.refusal IS NULL THEN $6::timestamptz ELSE $7::timestamptz END, $2::timestamptz
          FROM d WHERE d.behavior IS DISTINCT FROM 'timeout' ORDER BY d.end_to_end_id, d.n
        ON CONFLICT (end_to_end_id) DO NOTHING RETURNING end_to_end_id, status)
-     SELECT d.behavior, i.status AS inserted, p.status AS existing, s.delay_ms, s.drop_answer AS drop
+     -- The existing payment read by its key, one probe per order (a join let the planner pick a
+     -- hash join over a sequential scan of the whole table while its statistics were young).
+     SELECT d.behavior, i.status AS inserted, (SELECT p.status FROM sim_payments p WHERE p.end_to_end_id = d.end_to_end_id) AS existing,
+            s.delay_ms, s.drop_answer AS drop
        FROM d LEFT JOIN ins i ON i.end_to_end_id = d.end_to_end_id
-         LEFT JOIN sim_payments p ON p.end_to_end_id = d.end_to_end_id
          LEFT JOIN sim_rail_stall s ON s.id = 1
       ORDER BY d.n`,
     [
