@@ -85,7 +85,7 @@ describe.each(BACKENDS)('ledger on %s', (backend) => {
     ).rejects.toThrow(/unbalanced/);
   });
 
-  it('the database itself refuses an unbalanced transaction at commit', async () => {
+  it('the database itself refuses an unbalanced transaction (the statement that writes it fails)', async () => {
     const a = await newAccount(t.db);
     const attempt = t.db.transaction(async (tx) => {
       const [lt] = await tx.query<{ id: number }>("INSERT INTO ledger_transactions (kind, reference) VALUES ('raw', 'raw') RETURNING id");
