@@ -125,8 +125,7 @@ export class SimulatedRail implements Rail {
    */
   private engineWorker(): BackgroundWorker {
     const { log } = this.options;
-    const fallback = this.options.clock === systemClock ? SAFETY_POLL_MS : TEST_CLOCK_POLL_MS;
-    const safetyMs = Math.max(MIN_POLL_MS, this.options.pollMs ?? fallback);
+    const safetyMs = this.safetyMs;
     let stopped = true;
     let timer: NodeJS.Timeout | undefined;
     let timerAt = Infinity;
@@ -143,8 +142,10 @@ export class SimulatedRail implements Rail {
       timer = undefined;
       timerAt = Infinity;
       const now = Date.now();
+      // No wake-up due: this is the safety net, which also claims what others left.
+      const safetyNet = !this.wakes.some((at) => at <= now);
       for (let i = this.wakes.length - 1; i >= 0; i--) if (this.wakes[i]! <= now) this.wakes.splice(i, 1);
-      running = this.tick()
+      running = this.tick({ claim: safetyNet })
         .catch((err: unknown) => log.error({ err, worker: 'rail-simulator' }, 'background worker tick failed'))
         .finally(() => {
           running = undefined;
@@ -581,21 +582,64 @@ export class SimulatedRail implements Rail {
 
   // ---- engine ----
 
-  /** One pass of the engine: advances due payments, then delivers notifications, until idle. */
-  async tick(): Promise<void> {
+  /**
+   * Unleased notifications may wait in the queue (queued by this process other than by a
+   * settlement it delivers itself, or before the handler was set; and on start): the next tick
+   * claims. Otherwise a tick only delivers what it settled itself, and claims when a deferred
+   * delivery falls due (`claimAt`) or on the safety net — a notification of another process that
+   * died waits at most that long, as before.
+   */
+  private claimDue = true;
+  /** When deliveries this process deferred after a failure fall due (real-time ms). */
+  private readonly claimAt: number[] = [];
+  /** When this process last claimed (real-time ms): a busy engine still claims every safetyMs. */
+  private lastClaim = 0;
+  private get safetyMs(): number {
+    const fallback = this.options.clock === systemClock ? SAFETY_POLL_MS : TEST_CLOCK_POLL_MS;
+    return Math.max(MIN_POLL_MS, this.options.pollMs ?? fallback);
+  }
+
+  /**
+   * One pass of the engine: advances due payments, then delivers notifications, until idle.
+   * `claim` (default true): look for queued notifications in any case; the engine's own loop
+   * passes false on a wake-up for work it queued itself.
+   */
+  async tick(options: { claim?: boolean } = {}): Promise<void> {
+    if (options.claim ?? true) this.claimDue = true;
     let advance = true;
     for (let round = 0; round < 20; round++) {
       const advanced: number = advance ? await this.advanceDue() : 0;
-      const delivered = await this.deliver();
+      let delivered = 0;
+      const now = Date.now();
+      if (now - this.lastClaim >= this.safetyMs) this.claimDue = true;
+      if (this.claimAt.some((at) => at <= now)) {
+        this.claimDue = true;
+        for (let i = this.claimAt.length - 1; i >= 0; i--) if (this.claimAt[i]! <= now) this.claimAt.splice(i, 1);
+      }
+      if (this.claimDue) {
+        this.claimDue = false;
+        this.lastClaim = now;
+        delivered = await this.deliver();
+        // A full claim may have left more behind.
+        if (delivered >= DELIVERY_BATCH) this.claimDue = true;
+      }
       if (advanced === 0 && delivered === 0) return;
       // Work that falls due later comes with its own wake-up; only a full batch means more is due.
       advance = advanced >= DUE_BATCH;
     }
   }
 
-  /** Due work: settlements in one statement (the common case), anything else in a transaction. */
+  /**
+   * Due work: settlements in one statement (the common case; their notifications leased at once
+   * and delivered here), anything else in a transaction.
+   */
   private async advanceDue(): Promise<number> {
-    const fast = await store.settleDuePayments(this.options.db, this.options.clock.now(), DUE_BATCH);
+    const now = this.options.clock.now();
+    // Without a handler yet nothing is leased: the claim delivers once there is one.
+    const leaseUntil = this.handler ? new Date(now.getTime() + DELIVERY_LEASE_MS) : null;
+    const fast = await store.settleDuePayments(this.options.db, now, DUE_BATCH, leaseUntil);
+    if (fast.unleased > 0) this.claimDue = true;
+    if (fast.leased.length > 0) await this.deliverRows(fast.leased);
     if (fast.others === 0) return fast.settled;
     return fast.settled + (await this.advanceDueInTransaction());
   }
@@ -668,6 +712,7 @@ export class SimulatedRail implements Rail {
             : subject;
     const notificationId = `${body.kind}:${discriminator}`;
     await store.enqueueNotification(tx, { notificationId, subject, kind: body.kind, payload: body as Record<string, unknown>, createdAt: now });
+    this.claimDue = true;
     return notificationId;
   }
 
@@ -679,11 +724,23 @@ export class SimulatedRail implements Rail {
    */
   private async deliver(): Promise<number> {
     const handler = this.handler;
-    if (!handler) return 0;
+    if (!handler) {
+      this.claimDue = true;
+      return 0;
+    }
     const { db, clock, log } = this.options;
     const now = clock.now();
     const rows = await store.claimNotifications(db, now, new Date(now.getTime() + DELIVERY_LEASE_MS), DELIVERY_BATCH);
     if (rows.length === 0) return 0;
+    await this.deliverRows(rows);
+    return rows.length;
+  }
+
+  /** Hands leased notifications to the handler (see `deliver`); deletes the applied ones, defers the others. */
+  private async deliverRows(rows: store.SimNotificationRow[]): Promise<void> {
+    const handler = this.handler;
+    const { db, clock, log } = this.options;
+    if (!handler) return; // (callers lease only with a handler)
     const notifications = rows.map(toNotification);
     const outcomes: BatchOutcome<void>[] = handler.batch
       ? await handler.batch(notifications).catch((error: unknown) => notifications.map(() => ({ ok: false as const, error })))
@@ -707,13 +764,13 @@ export class SimulatedRail implements Rail {
         const backoff = Math.min(30_000, 100 * 2 ** Math.min(row.attempts, 9));
         log.warn({ err, notification: row.notification_id, attempts: row.attempts }, 'rail notification handler failed; will retry');
         await store.deferNotification(db, row.id, new Date(clock.now().getTime() + backoff), (err as Error)?.message ?? String(err));
+        this.claimAt.push(Date.now() + backoff);
         this.wakeEngine(Date.now() + backoff);
       }),
     );
     // Applied notifications are deleted together (a crash before this redelivers them: the
     // service's inbox makes that a no-op).
     await store.deleteNotifications(db, delivered);
-    return rows.length;
   }
 
   /**
