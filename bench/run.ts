@@ -80,6 +80,8 @@ interface Target {
   statements(): Promise<number | undefined>;
   /** The Prometheus text of METRICS_PORT (summed over workers), or undefined. */
   metrics(): Promise<string | undefined>;
+  /** ANALYZE of the server's tables (a started server's schema only), as autovacuum would. */
+  analyze(): Promise<void>;
   stop(): Promise<void>;
   describe: string;
 }
@@ -137,6 +139,7 @@ async function startTarget(workers: number, webhookPort: number): Promise<Target
       pids: () => [],
       statements: async () => undefined,
       metrics: async () => undefined,
+      analyze: async () => {},
       stop: async () => {},
       describe: `target ${env.BENCH_URL}`,
     };
@@ -204,6 +207,16 @@ async function startTarget(workers: number, webhookPort: number): Promise<Target
       }
     },
     describe: `pixgate (node ${[...START_FLAGS, ...(env.BENCH_NODE_OPTIONS ? [env.BENCH_NODE_OPTIONS] : [])].join(' ')} dist/, WEB_CONCURRENCY=${workers}) on PostgreSQL schema ${schema} and Redis ${REDIS_URL}`,
+    async analyze() {
+      const c = new pg.Client({ connectionString: DB_URL });
+      await c.connect();
+      try {
+        const tables = await c.query<{ t: string }>(`SELECT format('%I.%I', schemaname, tablename) AS t FROM pg_tables WHERE schemaname = $1`, [schema]);
+        await c.query(`ANALYZE ${tables.rows.map((r) => r.t).join(', ')}`);
+      } finally {
+        await c.end();
+      }
+    },
     async stop() {
       child.kill('SIGTERM');
       await new Promise((r) => child.once('exit', r));
@@ -522,6 +535,7 @@ async function benchServer(workers: number, receiver: ReturnType<typeof webhookR
       for (const [key, name, next, versus] of scenarios) {
         if (!wanted(key)) continue;
         await run(t, pool, WARMUP_SECONDS, next);
+        if (env.BENCH_ANALYZE !== '0') await t.analyze();
         report(workers, key, name, await run(t, pool, SECONDS, next), versus);
       }
       if (wanted('webhooks') && !env.BENCH_URL) await webhookScenario(t, workers, pool, pixKey, receiver, webhookPort);
