@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { Batcher } from '../../src/lib/batcher.js';
 
 const tick = () => new Promise((r) => setImmediate(r));
@@ -39,6 +39,44 @@ describe('Batcher (group commit)', () => {
     release();
     expect(await Promise.all(all)).toEqual([1, 2, 3, 4]);
     expect(batches).toEqual([[1], [2, 3], [4]]);
+  });
+
+  it('lingerMs: a batch that follows one that just finished waits for more items; a lone item does not', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout'] }); // setImmediate stays real: the loop turns run
+    try {
+      const batches: number[][] = [];
+      let release!: () => void;
+      const first = new Promise<void>((r) => (release = r));
+      const b = new Batcher<number, number>({
+        maxBatch: 100,
+        lingerMs: 50,
+        run: async (items) => {
+          batches.push(items);
+          if (batches.length === 1) await first;
+          return items.map((value) => ({ ok: true, value }));
+        },
+      });
+      // Alone: runs on the next loop turn, no timer involved.
+      const all = [b.submit(1)];
+      await tick();
+      expect(batches).toEqual([[1]]);
+      // Behind a running batch: once it finishes, the next batch lingers 50 ms and gathers item 3 too.
+      all.push(b.submit(2));
+      release();
+      await tick();
+      await tick();
+      all.push(b.submit(3));
+      await tick();
+      expect(batches).toEqual([[1]]);
+      vi.advanceTimersByTime(50);
+      expect(await Promise.all(all)).toEqual([1, 2, 3]);
+      expect(batches).toEqual([[1], [2, 3]]);
+      // Idle again: the next item is not held (no timer is advanced).
+      expect(await b.submit(4)).toBe(4);
+      expect(batches.at(-1)).toEqual([4]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('runs up to maxInFlight batches at once', async () => {
