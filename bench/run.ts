@@ -479,23 +479,32 @@ async function webhookScenario(t: Target, workers: number, pool: Pool, pixKey: s
     if (r.status !== 201) throw new Error(`webhook registration: ${r.status} ${await r.text()}`);
   }
   const answeredAt = new Map<string, number>();
+  const next = cashOuts(accounts, pixKey, (b) => b.transaction_id && measuring && answeredAt.set(b.transaction_id, Date.now()));
+  // Warm-up and ANALYZE as for the other scenarios (webhook_deliveries then has statistics); only
+  // the deliveries of the measured run's cash-outs are counted.
+  let measuring = false;
+  await run(t, pool, WARMUP_SECONDS, next);
+  if (env.BENCH_ANALYZE !== '0') await t.analyze();
+  measuring = true;
   receiver.received.length = 0;
   const started = Date.now();
-  const r = await run(t, pool, SECONDS, cashOuts(accounts, pixKey, (b) => b.transaction_id && answeredAt.set(b.transaction_id, Date.now())));
+  const r = await run(t, pool, SECONDS, next);
   // Let the last settlements and deliveries arrive: until every expected delivery is in, or 30 s
   // without progress; the drain time after the load stopped is printed.
   const loadEnded = Date.now();
   let lastCount = -1;
   let lastProgress = Date.now();
-  while (receiver.received.length < 2 * answeredAt.size && Date.now() - lastProgress < 30_000) {
-    if (receiver.received.length !== lastCount) {
-      lastCount = receiver.received.length;
+  const measured = () => receiver.received.filter((x) => x.transactionId && answeredAt.has(x.transactionId));
+  while (measured().length < 2 * answeredAt.size && Date.now() - lastProgress < 30_000) {
+    const count = receiver.received.length;
+    if (count !== lastCount) {
+      lastCount = count;
       lastProgress = Date.now();
     }
     await new Promise((res) => setTimeout(res, 100));
   }
   const drainMs = Date.now() - loadEnded;
-  const mine = receiver.received;
+  const mine = measured();
   const processing = mine.filter((x) => x.event === 'pix.payout.processing' && x.transactionId && answeredAt.has(x.transactionId));
   const confirmed = mine.filter((x) => x.event === 'pix.payout.confirmed' && x.settledAt);
   const delays = (xs: number[]) => xs.sort((a, b) => a - b);
