@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import { channelName, commitHooksFor, INT8_OID, ListenerSet, parseInt8, localWakesFor, quoteChannel, RETRYABLE_STATES, sqlState, StatementCounts, type Database, type Sql } from './db.js';
+import { channelName, PLAN_EACH_RUN, commitHooksFor, INT8_OID, ListenerSet, parseInt8, localWakesFor, quoteChannel, RETRYABLE_STATES, sqlState, StatementCounts, type Database, type Sql } from './db.js';
 
 export interface PostgresOptions {
   url: string;
@@ -71,7 +71,7 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
     const cell = counts.cell(source);
     const run = async <R>(client: pg.Pool | pg.PoolClient, text: string, params: readonly unknown[] = []) => {
       cell.n++;
-      const name = params.length > 0 && text.length >= PREPARE_MIN_LENGTH ? preparedName(text) : undefined;
+      const name = params.length > 0 && text.length >= PREPARE_MIN_LENGTH && !text.startsWith(PLAN_EACH_RUN) ? preparedName(text) : undefined;
       return (await client.query(name ? { name, text, values: params as unknown[] } : { text, values: params as unknown[] })).rows as R[];
     };
     const db: Database = {

@@ -1,4 +1,4 @@
-import { notify, type Sql } from '../db/db.js';
+import { notify, PLAN_EACH_RUN, type Sql } from '../db/db.js';
 
 /** SQL of the webhooks domain: registrations, fan-out of the outbox, delivery claims and results. */
 
@@ -185,7 +185,7 @@ export async function dispatchOutbox(tx: Sql, limit: number, aliases: ReadonlyAr
   // A delivery is born ready (head of its subject queue for the webhook) when it is the batch's first
   // of its subject and nothing earlier of the subject is pending or still waiting for fan-out.
   const inserted = await tx.query<{ ready: boolean }>(
-    `INSERT INTO webhook_deliveries (webhook_id, outbox_id, event, subject, ready)
+    `${PLAN_EACH_RUN}INSERT INTO webhook_deliveries (webhook_id, outbox_id, event, subject, ready)
      SELECT m.webhook_id, m.outbox_id, m.event, m.subject,
             m.rn = 1
             AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p
@@ -237,6 +237,19 @@ export interface DeliveryJob {
 }
 
 /**
+ * SQL: the delivery `d` heads its subject's queue for its webhook — no earlier delivery of the
+ * subject to the webhook is pending and no earlier event of the subject waits for fan-out. Each
+ * check is a scalar subquery (one probe of webhook_deliveries_subject_idx, one of
+ * outbox_events_undispatched_subject_idx per delivery), which the planner cannot turn into an
+ * anti-join over the whole queue.
+ */
+const SUBJECT_HEAD = (d: string) => `(SELECT 1 FROM webhook_deliveries p
+                 WHERE p.webhook_id = ${d}.webhook_id AND p.subject = ${d}.subject
+                   AND p.status = 'pending' AND p.outbox_id < ${d}.outbox_id LIMIT 1) IS NULL
+          AND (SELECT 1 FROM outbox_events o
+                WHERE o.subject = ${d}.subject AND o.dispatched_at IS NULL AND o.id < ${d}.outbox_id LIMIT 1) IS NULL`;
+
+/**
  * Claims up to `limit` due deliveries and takes a lease on them (`next_attempt_at` = now + lease), in
  * one statement. A delivery is due when it is pending, ready (head of its subject queue), its time has
  * come and its webhook is live and active. The order of a subject is re-checked here, whatever
@@ -251,7 +264,7 @@ export async function claimDeliveries(
   const full = [...options.room].filter(([, n]) => n <= 0).map(([id]) => id);
   const partial = [...options.room].filter(([, n]) => n > 0);
   return sql.query<DeliveryJob>(
-    `WITH candidates AS (
+    `${PLAN_EACH_RUN}WITH candidates AS (
        SELECT d.id, d.webhook_id, d.next_attempt_at
          FROM webhook_deliveries d
         WHERE d.status = 'pending' AND d.ready AND d.next_attempt_at <= now()
@@ -264,14 +277,14 @@ export async function claimDeliveries(
               row_number() OVER (PARTITION BY c.webhook_id ORDER BY c.next_attempt_at) AS rn
          FROM candidates c LEFT JOIN unnest($6::uuid[], $7::int[]) AS k(webhook_id, room) ON k.webhook_id = c.webhook_id
      ), locked AS (
-       SELECT d.id FROM webhook_deliveries d JOIN ranked r ON r.id = d.id
-        WHERE r.rn <= r.room AND d.status = 'pending' AND d.next_attempt_at <= now()
-          AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p
-                           WHERE p.webhook_id = d.webhook_id AND p.subject = d.subject
-                             AND p.status = 'pending' AND p.outbox_id < d.outbox_id)
-          AND NOT EXISTS (SELECT 1 FROM outbox_events o
-                           WHERE o.subject = d.subject AND o.dispatched_at IS NULL AND o.id < d.outbox_id)
-        ORDER BY r.next_attempt_at
+       -- The candidates by primary key, and the subject checks one index probe each (scalar
+       -- subqueries, never anti-joins): planned as joins, with statistics taken while the queue
+       -- was nearly empty, they scanned every pending delivery for each candidate.
+       SELECT d.id FROM webhook_deliveries d
+        WHERE d.id = ANY (ARRAY(SELECT r.id FROM ranked r WHERE r.rn <= r.room))
+          AND d.status = 'pending' AND d.next_attempt_at <= now()
+          AND ${SUBJECT_HEAD('d')}
+        ORDER BY d.next_attempt_at
         LIMIT $1
         FOR UPDATE OF d SKIP LOCKED
      )
@@ -310,14 +323,10 @@ export async function nextDueInMs(sql: Sql, exclude: readonly string[]): Promise
  */
 export async function promoteStrandedHeads(sql: Sql, webhookId: string | null = null): Promise<number> {
   const rows = await sql.query(
-    `UPDATE webhook_deliveries d SET ready = true, updated_at = now()
+    `${PLAN_EACH_RUN}UPDATE webhook_deliveries d SET ready = true, updated_at = now()
       WHERE d.status = 'pending' AND NOT d.ready AND ($1::uuid IS NULL OR d.webhook_id = $1)
         AND EXISTS (SELECT 1 FROM webhooks w WHERE w.id = d.webhook_id AND w.is_active AND w.deleted_at IS NULL)
-        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p
-                         WHERE p.webhook_id = d.webhook_id AND p.subject = d.subject
-                           AND p.status = 'pending' AND p.outbox_id < d.outbox_id)
-        AND NOT EXISTS (SELECT 1 FROM outbox_events o
-                         WHERE o.subject = d.subject AND o.dispatched_at IS NULL AND o.id < d.outbox_id)
+        AND ${SUBJECT_HEAD('d')}
       RETURNING d.id`,
     [webhookId],
   );
@@ -365,7 +374,7 @@ export async function recordAttempts(sql: Sql, batch: ReadonlyArray<{ attempt: A
   const stepInc = batch.map((b) => (b.outcome.kind === 'retry' || b.outcome.kind === 'failed' ? 1 : 0));
   const delayMs = batch.map((b) => (b.outcome.kind === 'retry' ? b.outcome.delayMs : b.outcome.kind === 'release' ? 0 : null));
   const rows = await sql.query<{ id: string }>(
-    `WITH u AS (
+    `${PLAN_EACH_RUN}WITH u AS (
        SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[], $5::int[], $6::timestamptz[], $7::int[], $8::text[],
                             $9::int[], $10::text[], $11::int[], $12::text[])
                 AS u(id, token, status, step_inc, delay_ms, started_at, status_code, error, attempt, worker, duration_ms, response_body)
@@ -383,7 +392,9 @@ export async function recordAttempts(sql: Sql, batch: ReadonlyArray<{ attempt: A
               claim_token = NULL, last_attempt_at = u.started_at, last_status_code = u.status_code, last_error = u.error,
               updated_at = now()
          FROM u
-        WHERE d.id = u.id AND d.claim_token = u.token AND d.status = 'pending'
+        -- d.id = ANY($1) too: the deliveries found by primary key, not by a scan of every
+        -- pending one (the plan made while the queue was analyzed nearly empty).
+        WHERE d.id = ANY($1::uuid[]) AND d.id = u.id AND d.claim_token = u.token AND d.status = 'pending'
         RETURNING d.id, u.status, d.webhook_id, d.subject, d.outbox_id
      ), promoted AS (
        UPDATE webhook_deliveries n SET ready = true, updated_at = now()
