@@ -120,8 +120,9 @@ export class SimulatedRail implements Rail {
    * took, a protection wait it ended, a delivery it deferred after a failure (`wakeEngine`, no
    * statement: the rail runs in the process that sends the order) — and otherwise only every
    * SAFETY_POLL_MS (1 s on a test clock) as a safety net (work of a process that died,
-   * notifications whose lease ran out), so that idle it costs 0.4 statements a second. No NOTIFY: every notifying commit
-   * of the cluster waits for one global lock, which would serialize the money path.
+   * notifications whose lease ran out), so that idle it costs 0.4 statements a second. No NOTIFY:
+   * every notifying commit of the cluster waits for one global lock, which would serialize the
+   * money path.
    */
   private engineWorker(): BackgroundWorker {
     const { log } = this.options;

@@ -246,10 +246,10 @@ export interface Taken {
  * there is any among the rows looked at.
  *
  * A queued notification that is the only one of its subject is leased at once (until
- * `leaseUntil`, attempt 1; null: none is) and returned in `leased`: the caller delivers it without claiming it
- * (`claimNotifications`, a statement per batch less, and no scan of a queue that fills with dead
- * rows between two VACUUMs). One queued behind another of its subject is left unleased
- * (`unleased` counts them) for the claim, which keeps each subject in order.
+ * `leaseUntil`, attempt 1; null: none is) and returned in `leased`: the caller delivers it
+ * without claiming it (`claimNotifications`: a statement per batch less, and no scan of a queue
+ * that fills with dead rows between two VACUUMs). One queued behind another of its subject is left
+ * unleased (`unleased` counts them) for the claim, which keeps each subject in order.
  */
 export async function settleDuePayments(
   sql: Sql,
