@@ -182,6 +182,20 @@ describe.each(BACKENDS)('bounds, deposits and audit on %s', (backend) => {
       const next = await s.admin('GET', `/audit-log?limit=2&before=${page.body.next_before}`);
       expect(next.body.entries[0].id).toBeLessThan(page.body.entries[1].id);
     });
+
+    it('whole-number query parameters of the operator lists take plain digits only (queryInt)', async () => {
+      // z.coerce.number() took these while the document said integer (the HTTP fuzzer: limit=1.0 -> 200).
+      for (const path of ['/audit-log', '/webhooks']) {
+        for (const bad of ['1.0', '1e1', '%201', '0x10', '-1', '0']) {
+          const res = await s.admin('GET', `${path}?limit=${bad}`);
+          expect(res.status, `${path}?limit=${bad}`).toBe(400);
+        }
+        expect((await s.admin('GET', `${path}?limit=2`)).status).toBe(200);
+      }
+      expect((await s.admin('GET', '/audit-log?before=1.5')).status).toBe(400);
+      expect((await s.admin('GET', '/webhooks?merchant_id=1.0')).status).toBe(400);
+      expect((await s.admin('GET', '/webhooks?merchant_id=1')).status).toBe(200);
+    });
   });
 
   describe('defect 6: the credit primitive tops up short MED blocks', () => {

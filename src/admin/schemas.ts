@@ -3,6 +3,7 @@ import { PERMISSIONS } from '../auth/permissions.js';
 import { isValidDocument } from '../lib/documents.js';
 import { badRequest } from '../http/errors.js';
 import { cents, isoTimestamp } from '../http/validation.js';
+import { queryInt } from '../http/listParams.js';
 import { PIX_KEY_TYPES } from '../pix/keys.js';
 
 const id = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
@@ -78,6 +79,6 @@ export const accountIdParam = z.strictObject({ account_id: z.string().regex(/^[1
 export const clientIdParam = z.strictObject({ client_id: z.string().regex(/^cli_[A-Za-z0-9]{1,64}$/, 'is not a client id') });
 
 export const auditLogQuery = z.strictObject({
-  before: z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
-  limit: z.coerce.number().int().min(1).max(200).optional(),
+  before: queryInt(1, Number.MAX_SAFE_INTEGER).optional(),
+  limit: queryInt(1, 200).optional(),
 });

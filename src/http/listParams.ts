@@ -11,6 +11,19 @@ export function readerParam<S extends z.ZodType>(schema: S, description: string)
 }
 
 /**
+ * A whole-number query parameter from `min` to `max`, written in plain decimal digits: the
+ * document states a string of digits. `z.coerce.number()` also took `1.0`, `1e1`, ` 1` or `0x10`
+ * while the document said integer (the HTTP fuzzer: `GET /api/admin/audit-log?limit=1.0` → 200).
+ */
+export function queryInt(min: number, max: number) {
+  return z
+    .string()
+    .regex(/^\d{1,16}$/, 'must be a whole number')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+}
+
+/**
  * The query parameters shared by the statement, the transaction list and the MED list, as
  * src/http/query.ts reads them (readPageAndDates): the schema the document states for them. An
  * empty value (`?per_page=`) takes the default, as an absent one does (`readerParam`).

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { EVENT_CATALOG } from '../events/catalog.js';
 import { int, named, nonNegative, timestamp, WorkedFalseError } from '../http/apiSchemas.js';
 import { defineRoutes } from '../http/routeSpec.js';
+import { queryInt } from '../http/listParams.js';
 
 export const URL_MAX_LENGTH = 2048;
 /** Any UUID (8-4-4-4-12 hex); ids of pixgate webhooks are v4, other versions are simply not found. */
@@ -118,18 +119,18 @@ export const webhooksApi = defineRoutes({
 const uuid = z.string().regex(UUID, 'must be a valid UUID').transform((s) => s.toLowerCase());
 export const idParam = z.object({ id: uuid });
 export const deliveryParam = z.object({ id: uuid, delivery_id: uuid });
-const positiveInt = z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
+const positiveInt = queryInt(1, Number.MAX_SAFE_INTEGER);
 export const adminListQuery = z.strictObject({
   merchant_id: positiveInt.optional(),
   account_id: positiveInt.optional(),
   include_deleted: z.enum(['true', 'false']).optional(),
-  limit: z.coerce.number().int().min(1).max(200).optional(),
+  limit: queryInt(1, 200).optional(),
 });
 export const patchBody = z.strictObject({ is_active: z.boolean() });
 export const deliveriesQuery = z.strictObject({
   status: z.enum(['pending', 'delivered', 'failed', 'cancelled']).optional(),
   before: positiveInt.optional(),
-  limit: z.coerce.number().int().min(1).max(200).optional(),
+  limit: queryInt(1, 200).optional(),
 });
 
 const counts = z.object({ pending: nonNegative, delivered: nonNegative, failed: nonNegative, cancelled: nonNegative });
