@@ -192,6 +192,15 @@ describe.each(BACKENDS)('bounds, deposits and audit on %s', (backend) => {
         }
         expect((await s.admin('GET', `${path}?limit=2`)).status).toBe(200);
       }
+      // The messages of the page parameters (QueryReader.int), in the operator API's field map.
+      for (const [query, message] of [
+        ['limit=1.0', 'must be an integer'],
+        ['limit=0', 'must be greater than or equal to 1'],
+        ['limit=201', 'must be less than or equal to 200'],
+      ]) {
+        const res = await s.admin('GET', `/audit-log?${query}`);
+        expect(res.body, query).toEqual({ errors: { bad_request: { limit: [message] } } });
+      }
       expect((await s.admin('GET', '/audit-log?before=1.5')).status).toBe(400);
       expect((await s.admin('GET', '/webhooks?merchant_id=1.0')).status).toBe(400);
       expect((await s.admin('GET', '/webhooks?merchant_id=1')).status).toBe(200);

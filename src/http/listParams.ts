@@ -11,16 +11,18 @@ export function readerParam<S extends z.ZodType>(schema: S, description: string)
 }
 
 /**
- * A whole-number query parameter from `min` to `max`, written in plain decimal digits: the
- * document states a string of digits. `z.coerce.number()` also took `1.0`, `1e1`, ` 1` or `0x10`
- * while the document said integer (the HTTP fuzzer: `GET /api/admin/audit-log?limit=1.0` → 200).
+ * A whole-number query parameter from `min` to `max`, written in plain decimal digits — the rule
+ * and messages of `QueryReader.int` (src/http/query.ts), for routes that validate their query
+ * with a zod schema; the document states a string of digits. `z.coerce.number()` also took `1.0`,
+ * `1e1`, ` 1` or `0x10` while the document said integer (the HTTP fuzzer:
+ * `GET /api/admin/audit-log?limit=1.0` → 200).
  */
 export function queryInt(min: number, max: number) {
   return z
     .string()
-    .regex(/^\d{1,16}$/, 'must be a whole number')
+    .regex(/^\d{1,16}$/, 'must be an integer')
     .transform(Number)
-    .pipe(z.number().int().min(min).max(max));
+    .pipe(z.number().min(min, `must be greater than or equal to ${min}`).max(max, `must be less than or equal to ${max}`));
 }
 
 /**

@@ -143,10 +143,8 @@ export class SimulatedRail implements Rail {
       timer = undefined;
       timerAt = Infinity;
       const now = Date.now();
-      // No wake-up due: this is the safety net, which also claims what others left.
-      const safetyNet = !this.wakes.some((at) => at <= now);
       for (let i = this.wakes.length - 1; i >= 0; i--) if (this.wakes[i]! <= now) this.wakes.splice(i, 1);
-      running = this.tick({ claim: safetyNet })
+      running = this.tick({ claim: false })
         .catch((err: unknown) => log.error({ err, worker: 'rail-simulator' }, 'background worker tick failed'))
         .finally(() => {
           running = undefined;
@@ -602,8 +600,9 @@ export class SimulatedRail implements Rail {
 
   /**
    * One pass of the engine: advances due payments, then delivers notifications, until idle.
-   * `claim` (default true): look for queued notifications in any case; the engine's own loop
-   * passes false on a wake-up for work it queued itself.
+   * `claim` (default true): look for queued notifications in any case. The engine's own loop
+   * passes false: it claims only when a claim is due (`claimDue`, `claimAt`, or safetyMs since
+   * the last one — so the safety net's tick, which comes safetyMs after the last tick, claims).
    */
   async tick(options: { claim?: boolean } = {}): Promise<void> {
     if (options.claim ?? true) this.claimDue = true;
@@ -612,7 +611,8 @@ export class SimulatedRail implements Rail {
       const advanced: number = advance ? await this.advanceDue() : 0;
       let delivered = 0;
       const now = Date.now();
-      if (now - this.lastClaim >= this.safetyMs) this.claimDue = true;
+      // (A timer may fire a millisecond early: one wake-up step of slack.)
+      if (now - this.lastClaim >= this.safetyMs - WAKE_STEP_MS) this.claimDue = true;
       if (this.claimAt.some((at) => at <= now)) {
         this.claimDue = true;
         for (let i = this.claimAt.length - 1; i >= 0; i--) if (this.claimAt[i]! <= now) this.claimAt.splice(i, 1);

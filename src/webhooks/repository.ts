@@ -169,6 +169,22 @@ export interface DispatchResult {
 }
 
 /**
+ * SQL: the delivery `d` (a row with webhook_id, subject and outbox_id) heads its subject's queue
+ * for its webhook — no earlier delivery of the subject to the webhook is pending and no earlier
+ * event of the subject waits for fan-out, leaving out the events in `fanningOut` (an SQL array of
+ * outbox ids: those the calling statement fans out itself). Each check is a scalar subquery (one
+ * probe of webhook_deliveries_subject_idx, one of outbox_events_undispatched_subject_idx per
+ * delivery), which the planner cannot turn into an anti-join over the whole queue.
+ */
+const SUBJECT_HEAD = (d: string, fanningOut?: string) => `(SELECT 1 FROM webhook_deliveries p
+                 WHERE p.webhook_id = ${d}.webhook_id AND p.subject = ${d}.subject
+                   AND p.status = 'pending' AND p.outbox_id < ${d}.outbox_id LIMIT 1) IS NULL
+          AND (SELECT 1 FROM outbox_events o
+                WHERE o.subject = ${d}.subject AND o.dispatched_at IS NULL AND o.id < ${d}.outbox_id${
+                  fanningOut ? ` AND NOT (o.id = ANY(${fanningOut}))` : ''
+                } LIMIT 1) IS NULL`;
+
+/**
  * Claims up to `limit` events not fanned out yet (oldest first, SKIP LOCKED so dispatchers in other
  * processes take other rows), creates one delivery per matching webhook and marks the events
  * dispatched, all in the caller's transaction. A webhook matches when it is live and active, belongs
@@ -187,13 +203,7 @@ export async function dispatchOutbox(tx: Sql, limit: number, aliases: ReadonlyAr
   const inserted = await tx.query<{ ready: boolean }>(
     `${PLAN_EACH_RUN}INSERT INTO webhook_deliveries (webhook_id, outbox_id, event, subject, ready)
      SELECT m.webhook_id, m.outbox_id, m.event, m.subject,
-            m.rn = 1
-            AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p
-                             WHERE p.webhook_id = m.webhook_id AND p.subject = m.subject
-                               AND p.status = 'pending' AND p.outbox_id < m.outbox_id)
-            AND NOT EXISTS (SELECT 1 FROM outbox_events o
-                             WHERE o.subject = m.subject AND o.dispatched_at IS NULL AND o.id < m.outbox_id
-                               AND NOT (o.id = ANY($1::bigint[])))
+            m.rn = 1 AND ${SUBJECT_HEAD('m', '$1::bigint[]')}
        FROM (SELECT w.id AS webhook_id, e.id AS outbox_id, e.event, e.subject,
                     row_number() OVER (PARTITION BY w.id, e.subject ORDER BY e.id) AS rn
                FROM outbox_events e
@@ -235,19 +245,6 @@ export interface DeliveryJob {
   payload: Record<string, unknown>;
   event_created_at: Date;
 }
-
-/**
- * SQL: the delivery `d` heads its subject's queue for its webhook — no earlier delivery of the
- * subject to the webhook is pending and no earlier event of the subject waits for fan-out. Each
- * check is a scalar subquery (one probe of webhook_deliveries_subject_idx, one of
- * outbox_events_undispatched_subject_idx per delivery), which the planner cannot turn into an
- * anti-join over the whole queue.
- */
-const SUBJECT_HEAD = (d: string) => `(SELECT 1 FROM webhook_deliveries p
-                 WHERE p.webhook_id = ${d}.webhook_id AND p.subject = ${d}.subject
-                   AND p.status = 'pending' AND p.outbox_id < ${d}.outbox_id LIMIT 1) IS NULL
-          AND (SELECT 1 FROM outbox_events o
-                WHERE o.subject = ${d}.subject AND o.dispatched_at IS NULL AND o.id < ${d}.outbox_id LIMIT 1) IS NULL`;
 
 /**
  * Claims up to `limit` due deliveries and takes a lease on them (`next_attempt_at` = now + lease), in

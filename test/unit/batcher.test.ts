@@ -1,7 +1,23 @@
 import { describe, expect, it, vi } from 'vitest';
-import { Batcher } from '../../src/lib/batcher.js';
+import { Batcher, type BatcherOptions } from '../../src/lib/batcher.js';
 
 const tick = () => new Promise((r) => setImmediate(r));
+
+/** A Batcher that echoes its items and holds its first batch until `release()`. */
+function firstBatchHeld(options: Omit<BatcherOptions<number, number>, 'run'>) {
+  const batches: number[][] = [];
+  let release!: () => void;
+  const first = new Promise<void>((r) => (release = r));
+  const b = new Batcher<number, number>({
+    ...options,
+    run: async (items) => {
+      batches.push(items);
+      if (batches.length === 1) await first;
+      return items.map((value) => ({ ok: true, value }));
+    },
+  });
+  return { b, batches, release };
+}
 
 describe('Batcher (group commit)', () => {
   it('runs the items of one loop turn as one batch, and answers each item with its own outcome', async () => {
@@ -19,17 +35,7 @@ describe('Batcher (group commit)', () => {
   });
 
   it('queues what arrives while a batch runs for the next batch, in arrival order, at most maxBatch each', async () => {
-    const batches: number[][] = [];
-    let release!: () => void;
-    const first = new Promise<void>((r) => (release = r));
-    const b = new Batcher<number, number>({
-      maxBatch: 2,
-      run: async (items) => {
-        batches.push(items);
-        if (batches.length === 1) await first;
-        return items.map((value) => ({ ok: true, value }));
-      },
-    });
+    const { b, batches, release } = firstBatchHeld({ maxBatch: 2 });
     const all = [b.submit(1)];
     await tick();
     all.push(b.submit(2), b.submit(3), b.submit(4));
@@ -44,18 +50,7 @@ describe('Batcher (group commit)', () => {
   it('lingerMs: a batch that follows one that just finished waits for more items; a lone item does not', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout'] }); // setImmediate stays real: the loop turns run
     try {
-      const batches: number[][] = [];
-      let release!: () => void;
-      const first = new Promise<void>((r) => (release = r));
-      const b = new Batcher<number, number>({
-        maxBatch: 100,
-        lingerMs: 50,
-        run: async (items) => {
-          batches.push(items);
-          if (batches.length === 1) await first;
-          return items.map((value) => ({ ok: true, value }));
-        },
-      });
+      const { b, batches, release } = firstBatchHeld({ maxBatch: 100, lingerMs: 50 });
       // Alone: runs on the next loop turn, no timer involved.
       const all = [b.submit(1)];
       await tick();
