@@ -24,7 +24,8 @@
  *   BENCH_WORKERS        1,2   WEB_CONCURRENCY of each started server, one full run each
  *   BENCH_ACCOUNTS       50    accounts of the "many accounts" run
  *   BENCH_CONCURRENCY    32    requests in flight (and pgbench clients)
- *   BENCH_SECONDS        10    length of each run (after 2 s of warm-up) and of each pgbench run
+ *   BENCH_SECONDS        10    length of each run (after the warm-up) and of each pgbench run
+ *   BENCH_WARMUP_SECONDS 2     warm-up of each scenario (JIT, pools, statistics) before it is measured
  *   BENCH_SETTLEMENT_MS  1600  SIM_SETTLEMENT_MS of the started server
  *   BENCH_PGBENCH_SCALE  32    pgbench scale factor (at least the number of clients, as pgbench advises)
  *   BENCH_PGBENCH        1     0 skips pgbench (ratios are then not printed)
@@ -58,7 +59,7 @@ const int = (name: string, fallback: number) => (env[name] ? Number(env[name]) :
 const ACCOUNTS = int('BENCH_ACCOUNTS', 50);
 const CONCURRENCY = int('BENCH_CONCURRENCY', 32);
 const SECONDS = int('BENCH_SECONDS', 10);
-const WARMUP_SECONDS = 2;
+const WARMUP_SECONDS = int('BENCH_WARMUP_SECONDS', 2);
 const PGBENCH_SCALE = int('BENCH_PGBENCH_SCALE', 32);
 const WORKER_COUNTS = (env.BENCH_WORKERS ?? '1,2').split(',').map(Number);
 const ONLY = env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(',')) : undefined;

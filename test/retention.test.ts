@@ -12,8 +12,10 @@ describe.each(BACKENDS)('retention on %s', (backend) => {
       const old = new Date(Date.now() - 40 * 86_400_000);
       for (let i = 0; i < 10; i++) {
         await db.query('INSERT INTO rail_inbox (notification_id, kind, processed_at) VALUES ($1, $2, $3)', [`n-old-${i}`, 'inbound.payment', old]);
-        await db.query(`INSERT INTO outbox_events (event, subject, payload, created_at, dispatched_at) VALUES ('webhook.test', $1, '{}', $2, $2)`, [`s-old-${i}`, old]);
+        await db.query(`INSERT INTO outbox_events (event, subject, payload, created_at) VALUES ('webhook.test', $1, '{}', $2)`, [`s-old-${i}`, old]);
       }
+      // Those are dispatched (fanned out: no longer waiting in outbox_pending); this one is not.
+      expect(await db.query('DELETE FROM outbox_pending RETURNING id')).toHaveLength(10);
       await db.query('INSERT INTO rail_inbox (notification_id, kind) VALUES ($1, $2)', ['n-new', 'inbound.payment']);
       await db.query(`INSERT INTO outbox_events (event, subject, payload, created_at) VALUES ('webhook.test', 's-undispatched', '{}', $1)`, [old]);
       const clock = { now: () => new Date() };

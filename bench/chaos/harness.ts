@@ -227,7 +227,7 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
           (SELECT count(*) FROM med_infractions WHERE refund_status = 'processing')::int AS med_refunds,
           (SELECT count(*) FROM sim_notifications)::int AS rail_notifications,
           (SELECT count(*) FROM sim_payments WHERE status IN ('protection', 'in_flight'))::int AS rail_payments,
-          (SELECT count(*) FROM outbox_events WHERE dispatched_at IS NULL)::int AS undispatched,
+          (SELECT count(*) FROM outbox_pending)::int AS undispatched,
           (SELECT count(*) FROM webhook_deliveries WHERE status = 'pending')::int AS deliveries`)
       ).rows as Record<string, number>[];
       return r!;

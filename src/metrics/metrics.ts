@@ -155,8 +155,8 @@ export class Metrics {
           `SELECT count(*)::bigint AS pending, min(created_at) AS oldest FROM webhook_deliveries WHERE status = 'pending'`,
         );
         const [o] = await db.query<{ oldest: Date | null; pending: number }>(
-          `SELECT (SELECT created_at FROM outbox_events WHERE dispatched_at IS NULL ORDER BY id LIMIT 1) AS oldest,
-                  (SELECT count(*)::bigint FROM outbox_events WHERE dispatched_at IS NULL) AS pending`,
+          `SELECT (SELECT o.created_at FROM outbox_pending p JOIN outbox_events o ON o.id = p.id ORDER BY p.id LIMIT 1) AS oldest,
+                  (SELECT count(*)::bigint FROM outbox_pending) AS pending`,
         );
         const now = Date.now();
         backlog.pending = d?.pending ?? 0;

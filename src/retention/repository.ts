@@ -36,7 +36,7 @@ export async function purgeRailInbox(sql: Sql, cutoff: Date, batch: number): Pro
 export async function purgeEvents(tx: Sql, cutoff: Date, batch: number): Promise<number> {
   const events = await tx.query<{ id: number }>(
     `SELECT o.id FROM outbox_events o
-      WHERE o.created_at < $1 AND o.dispatched_at IS NOT NULL
+      WHERE o.created_at < $1 AND NOT EXISTS (SELECT 1 FROM outbox_pending p WHERE p.id = o.id)
         AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.outbox_id = o.id AND d.status = 'pending')
       ORDER BY o.id LIMIT $2 FOR UPDATE SKIP LOCKED`,
     [cutoff, batch],

@@ -171,63 +171,73 @@ export interface DispatchResult {
 /**
  * SQL: the delivery `d` (a row with webhook_id, subject and outbox_id) heads its subject's queue
  * for its webhook — no earlier delivery of the subject to the webhook is pending and no earlier
- * event of the subject waits for fan-out, leaving out the events in `fanningOut` (an SQL array of
- * outbox ids: those the calling statement fans out itself). Each check is a scalar subquery (one
- * probe of webhook_deliveries_subject_idx, one of outbox_events_undispatched_subject_idx per
- * delivery), which the planner cannot turn into an anti-join over the whole queue.
+ * event of the subject waits for fan-out (in outbox_pending), leaving out the events in
+ * `fanningOut` (an SQL array of outbox ids: those the calling statement fans out itself). Each
+ * check is a scalar subquery (one probe of webhook_deliveries_subject_idx, one of
+ * outbox_pending_subject_idx per delivery), which the planner cannot turn into an anti-join over
+ * the whole queue.
  */
 const SUBJECT_HEAD = (d: string, fanningOut?: string) => `(SELECT 1 FROM webhook_deliveries p
                  WHERE p.webhook_id = ${d}.webhook_id AND p.subject = ${d}.subject
                    AND p.status = 'pending' AND p.outbox_id < ${d}.outbox_id LIMIT 1) IS NULL
-          AND (SELECT 1 FROM outbox_events o
-                WHERE o.subject = ${d}.subject AND o.dispatched_at IS NULL AND o.id < ${d}.outbox_id${
-                  fanningOut ? ` AND NOT (o.id = ANY(${fanningOut}))` : ''
-                } LIMIT 1) IS NULL`;
+          AND (SELECT 1 FROM outbox_pending o
+                WHERE o.subject = ${d}.subject AND o.id < ${d}.outbox_id${fanningOut ? ` AND NOT (o.id = ANY(${fanningOut}))` : ''} LIMIT 1) IS NULL`;
 
 /**
- * Claims up to `limit` events not fanned out yet (oldest first, SKIP LOCKED so dispatchers in other
- * processes take other rows), creates one delivery per matching webhook and marks the events
- * dispatched, all in the caller's transaction. A webhook matches when it is live and active, belongs
- * to the event's merchant, is global or of the event's account, and subscribes to the event or to an
- * alias of it (`aliases`: pairs [alias, event]).
+ * The fan-out, in one statement (atomic on its own: no BEGIN/COMMIT round trips): claims up to
+ * `$1` events waiting in outbox_pending (oldest first, SKIP LOCKED so dispatchers in other
+ * processes take other rows) by deleting their rows, creates one delivery per matching webhook,
+ * and notifies. A webhook matches when it is live and active, belongs to the event's merchant, is
+ * global or of the event's account, and subscribes to the event or to an alias of it (`$2`/`$3`:
+ * pairs alias, event). A delivery is born ready (head of its subject queue for the webhook) when
+ * it is the batch's first of its subject and nothing earlier of the subject is pending or still
+ * waiting for fan-out (the claimed rows, which the statement's snapshot still sees, left out).
+ * One NOTIFY per batch, delivered at commit: the senders of other processes (this process's sender
+ * is woken directly) and the live event streams of every process look at once.
  */
-export async function dispatchOutbox(tx: Sql, limit: number, aliases: ReadonlyArray<readonly [string, string]>): Promise<DispatchResult> {
-  const claimed = await tx.query<{ id: number; event: string }>(
-    `SELECT id, event FROM outbox_events WHERE dispatched_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,
-    [limit],
-  );
-  if (claimed.length === 0) return { events: 0, names: [], deliveries: 0, followers: 0 };
-  const ids = claimed.map((r) => r.id);
-  // A delivery is born ready (head of its subject queue for the webhook) when it is the batch's first
-  // of its subject and nothing earlier of the subject is pending or still waiting for fan-out.
-  const inserted = await tx.query<{ ready: boolean }>(
-    `${PLAN_EACH_RUN}INSERT INTO webhook_deliveries (webhook_id, outbox_id, event, subject, ready)
-     SELECT m.webhook_id, m.outbox_id, m.event, m.subject,
-            m.rn = 1 AND ${SUBJECT_HEAD('m', '$1::bigint[]')}
-       FROM (SELECT w.id AS webhook_id, e.id AS outbox_id, e.event, e.subject,
-                    row_number() OVER (PARTITION BY w.id, e.subject ORDER BY e.id) AS rn
-               FROM outbox_events e
-               JOIN webhooks w ON w.merchant_id = e.merchant_id
-                              AND (w.account_id IS NULL OR w.account_id = e.account_id)
-                              AND w.is_active AND w.deleted_at IS NULL
-              WHERE e.id = ANY($1::bigint[])
-                AND (e.event = ANY(w.events)
-                     OR EXISTS (SELECT 1 FROM unnest($2::text[], $3::text[]) AS a(alias, target)
-                                 WHERE a.target = e.event AND a.alias = ANY(w.events)))) m
-      ORDER BY m.outbox_id
-     ON CONFLICT (webhook_id, outbox_id) DO NOTHING
-     RETURNING ready`,
-    [ids, aliases.map((a) => a[0]), aliases.map((a) => a[1])],
-  );
-  await tx.query('UPDATE outbox_events SET dispatched_at = now() WHERE id = ANY($1::bigint[])', [ids]);
-  // One NOTIFY per batch, delivered at COMMIT: the senders of other processes (this process's
-  // sender is woken directly) and the live event streams of every process look at once.
-  await tx.query(`SELECT pg_notify(current_schema() || '__' || $1, ''), CASE WHEN $3 THEN pg_notify(current_schema() || '__' || $2, '') END`, [
+const DISPATCH_OUTBOX = `${PLAN_EACH_RUN}WITH claimed AS (
+       DELETE FROM outbox_pending
+        WHERE id = ANY (ARRAY(SELECT id FROM outbox_pending ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED))
+       RETURNING id),
+     events AS MATERIALIZED (
+       SELECT e.id, e.event, e.subject, e.merchant_id, e.account_id FROM outbox_events e
+        WHERE e.id = ANY (ARRAY(SELECT id FROM claimed))),
+     inserted AS (
+       INSERT INTO webhook_deliveries (webhook_id, outbox_id, event, subject, ready)
+       SELECT m.webhook_id, m.outbox_id, m.event, m.subject,
+              m.rn = 1 AND ${SUBJECT_HEAD('m', 'ARRAY(SELECT id FROM claimed)')}
+         FROM (SELECT w.id AS webhook_id, e.id AS outbox_id, e.event, e.subject,
+                      row_number() OVER (PARTITION BY w.id, e.subject ORDER BY e.id) AS rn
+                 FROM events e
+                 JOIN webhooks w ON w.merchant_id = e.merchant_id
+                                AND (w.account_id IS NULL OR w.account_id = e.account_id)
+                                AND w.is_active AND w.deleted_at IS NULL
+                WHERE e.event = ANY(w.events)
+                   OR EXISTS (SELECT 1 FROM unnest($2::text[], $3::text[]) AS a(alias, target)
+                               WHERE a.target = e.event AND a.alias = ANY(w.events))) m
+        ORDER BY m.outbox_id
+       ON CONFLICT (webhook_id, outbox_id) DO NOTHING
+       RETURNING ready),
+     counts AS MATERIALIZED (
+       SELECT (SELECT array_agg(event ORDER BY id) FROM events) AS names,
+              (SELECT count(*) FROM inserted)::int AS deliveries,
+              (SELECT count(*) FROM inserted WHERE NOT ready)::int AS followers)
+     SELECT c.names, c.deliveries, c.followers,
+            CASE WHEN c.names IS NOT NULL THEN pg_notify(current_schema() || '__' || $4, '') END AS events_notified,
+            CASE WHEN c.deliveries > 0 THEN pg_notify(current_schema() || '__' || $5, '') END AS deliveries_notified
+       FROM counts c`;
+
+/** Runs the fan-out (`DISPATCH_OUTBOX`) for up to `limit` events. */
+export async function dispatchOutbox(sql: Sql, limit: number, aliases: ReadonlyArray<readonly [string, string]>): Promise<DispatchResult> {
+  const [row] = await sql.query<{ names: string[] | null; deliveries: number; followers: number }>(DISPATCH_OUTBOX, [
+    limit,
+    aliases.map((a) => a[0]),
+    aliases.map((a) => a[1]),
     WAKE.events,
     WAKE.delivery,
-    inserted.length > 0,
   ]);
-  return { events: ids.length, names: claimed.map((r) => r.event), deliveries: inserted.length, followers: inserted.filter((r) => !r.ready).length };
+  const names = row?.names ?? [];
+  return { events: names.length, names, deliveries: row?.deliveries ?? 0, followers: row?.followers ?? 0 };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -513,7 +523,7 @@ export async function requeueDelivery(sql: Sql, webhookId: string, deliveryId: s
   return rows.length === 1;
 }
 
-/** A delivery of an event already written (and marked dispatched) for exactly one webhook. */
+/** A delivery of an event just written, for exactly one webhook: the event is taken out of the fan-out queue. */
 export async function insertDirectDelivery(tx: Sql, webhookId: string, outboxEventId: string): Promise<string> {
   const [row] = await tx.query<{ id: string }>(
     `INSERT INTO webhook_deliveries (webhook_id, outbox_id, event, subject)
@@ -521,7 +531,7 @@ export async function insertDirectDelivery(tx: Sql, webhookId: string, outboxEve
      RETURNING id`,
     [webhookId, outboxEventId],
   );
-  await tx.query('UPDATE outbox_events SET dispatched_at = now() WHERE event_id = $1', [outboxEventId]);
+  await tx.query('DELETE FROM outbox_pending WHERE id = (SELECT id FROM outbox_events WHERE event_id = $1)', [outboxEventId]);
   await notify(tx, WAKE.delivery);
   return row!.id;
 }

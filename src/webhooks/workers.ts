@@ -142,13 +142,13 @@ class OutboxDispatcher implements BackgroundWorker {
     let repairAt = 0;
     while (!this.stopped) {
       // Under load every committed event wakes the loop: ticks at most every dispatchSpacingMs
-      // gather them in batches (one transaction per batch, not per event).
+      // gather them in batches (one statement per batch, not per event).
       const wait = lastTick + DEFAULTS.dispatchSpacingMs - Date.now();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       lastTick = Date.now();
       let more = false;
       try {
-        const r = await this.ctx.db.transaction((tx) => repo.dispatchOutbox(tx, this.batch, EVENT_ALIASES));
+        const r = await repo.dispatchOutbox(this.ctx.db, this.batch, EVENT_ALIASES);
         const now = Date.now();
         if (r.events > 0) {
           this.ctx.metrics?.eventsDispatched(r.names);

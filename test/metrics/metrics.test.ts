@@ -138,7 +138,7 @@ describe.each(BACKENDS)('GET /metrics on %s', (backend) => {
     await Promise.all(s.ctx.workers.map((w) => w.stop()));
     try {
       // Whatever the earlier actions left undispatched is set aside, so the oldest event is ours.
-      await s.ctx.db.query(`UPDATE outbox_events SET dispatched_at = now() WHERE dispatched_at IS NULL`);
+      await s.ctx.db.query(`DELETE FROM outbox_pending`);
       await s.ctx.db.query(
         `INSERT INTO outbox_events (event, merchant_id, account_id, subject, payload, created_at)
          VALUES ('pix.charge.created', $1, $2, 'metrics-lag', '{}'::jsonb, now() - interval '42 seconds')`,

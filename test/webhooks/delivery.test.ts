@@ -72,8 +72,8 @@ describe.each(BACKENDS)('webhook deliveries on %s', (backend) => {
     // The signature covers the bytes as sent: re-serializing them would not do.
     expect(got.raw.toString('utf8')).toBe(JSON.stringify(got.body));
     expect(d).toMatchObject({ status: 'delivered', attempts: 1, last_status_code: 200, event: 'pix.charge.paid', subject: 'PIXIN-SIG-1' });
-    const [outbox] = await s.ctx.db.query<any>('SELECT id, dispatched_at FROM outbox_events WHERE event_id = $1', [eventId]);
-    expect(outbox.dispatched_at).not.toBeNull();
+    const [outbox] = await s.ctx.db.query<any>('SELECT id, EXISTS (SELECT 1 FROM outbox_pending p WHERE p.id = o.id) AS pending FROM outbox_events o WHERE event_id = $1', [eventId]);
+    expect(outbox.pending).toBe(false);
     expect(d.outbox_id).toBe(outbox.id);
     expect(await attempts(d.id)).toMatchObject([{ attempt: 1, status_code: 200, error: null, response_body: '{"ok":true}' }]);
   });
@@ -267,7 +267,7 @@ describe.each(BACKENDS)('webhook deliveries on %s', (backend) => {
     ];
     await r.waitFor((x) => x.length >= expected.length);
     // Nothing more arrives once the last event has been fanned out and sent.
-    await waitUntil(async () => (await s.ctx.db.query<any>(`SELECT count(*)::int AS n FROM outbox_events WHERE dispatched_at IS NULL`))[0].n === 0);
+    await waitUntil(async () => (await s.ctx.db.query<any>(`SELECT count(*)::int AS n FROM outbox_pending`))[0].n === 0);
     await waitUntil(async () => (await s.ctx.db.query<any>(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'pending'`))[0].n === 0);
     const got = r.received.map((x) => [x.path.slice(1), x.body.transaction_id]).sort();
     expect(got).toEqual(expected.sort());
@@ -392,6 +392,39 @@ describe.each(BACKENDS)('DNS rebinding on %s', (backend) => {
 });
 
 describe.each(BACKENDS)('subject queues on %s', (backend) => {
+  it('every event waits in outbox_pending until one fan-out claims it (one statement: deliveries, followers, names)', async () => {
+    const s = await startTestServer({ backend, workers: false, env: { WEBHOOK_ALLOWED_HOSTS: '127.0.0.1' } });
+    try {
+      const fx = await merchantWithKey(s);
+      const hook = await fx.client.post('/webhooks', { url: 'http://127.0.0.1:9/q', events: ['pix.charge.paid'], allow_insecure: true });
+      expect(hook.status).toBe(201);
+      const pending = async () => (await s.ctx.db.query<any>('SELECT id, subject FROM outbox_pending ORDER BY id')).map((r) => r.subject);
+      // Whatever writes an event — one statement with several rows here — queues each of them.
+      await s.ctx.db.query(
+        `INSERT INTO outbox_events (event, merchant_id, account_id, subject, payload)
+         SELECT 'pix.charge.paid', $1, $2, x.subject, '{}'::jsonb FROM unnest(ARRAY['Q-1', 'Q-1', 'Q-2']) WITH ORDINALITY AS x(subject, n) ORDER BY x.n`,
+        [fx.merchantId, fx.accountId],
+      );
+      await emit(s.ctx.db, { merchantId: fx.merchantId, accountId: fx.accountId, subject: 'Q-3', event: 'pix.charge.created' });
+      expect(await pending()).toEqual(['Q-1', 'Q-1', 'Q-2', 'Q-3']);
+      // Oldest first, at most `limit`; the second Q-1 follows the first (not ready).
+      expect(await dispatchOutbox(s.ctx.db, 3, EVENT_ALIASES)).toEqual({ events: 3, names: ['pix.charge.paid', 'pix.charge.paid', 'pix.charge.paid'], deliveries: 3, followers: 1 });
+      expect(await pending()).toEqual(['Q-3']);
+      // An event no webhook subscribes to is dispatched with no delivery; then nothing is left.
+      expect(await dispatchOutbox(s.ctx.db, 3, EVENT_ALIASES)).toEqual({ events: 1, names: ['pix.charge.created'], deliveries: 0, followers: 0 });
+      expect(await dispatchOutbox(s.ctx.db, 3, EVENT_ALIASES)).toEqual({ events: 0, names: [], deliveries: 0, followers: 0 });
+      expect(await pending()).toEqual([]);
+      const ready = await s.ctx.db.query<any>('SELECT subject, ready FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY outbox_id', [hook.body.id]);
+      expect(ready).toEqual([
+        { subject: 'Q-1', ready: true },
+        { subject: 'Q-1', ready: false },
+        { subject: 'Q-2', ready: true },
+      ]);
+    } finally {
+      await s.close();
+    }
+  });
+
   it('the dispatcher repairs a queue whose head finished unnoticed (a follower left not ready)', async () => {
     const r = await startReceiver();
     const s = await startTestServer({ backend, workers: false, env: { WEBHOOK_ALLOWED_HOSTS: r.hostPort } });
@@ -399,7 +432,7 @@ describe.each(BACKENDS)('subject queues on %s', (backend) => {
       const fx = await merchantWithKey(s);
       const hook = await fx.client.post('/webhooks', { url: `${r.url}/repair`, events: ['pix.charge.paid'], allow_insecure: true });
       await emit(s.ctx.db, { merchantId: fx.merchantId, accountId: fx.accountId, subject: 'REPAIR-1' });
-      await s.ctx.db.transaction((tx) => dispatchOutbox(tx, 10, EVENT_ALIASES));
+      await dispatchOutbox(s.ctx.db, 10, EVENT_ALIASES);
       // As after the race the repair exists for: the head is gone and its follower never promoted.
       await s.ctx.db.query('UPDATE webhook_deliveries SET ready = false WHERE webhook_id = $1', [hook.body.id]);
       const workers = webhookWorkers(s.ctx, { repairEveryMs: 50 });
