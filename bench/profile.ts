@@ -59,11 +59,12 @@ interface StatementRow {
   query: string;
   calls: number;
   total_ms: number;
+  plan_ms: number;
 }
 
 async function statements(db: pg.Client): Promise<StatementRow[]> {
   const { rows } = await db.query<StatementRow>(
-    `SELECT regexp_replace(query, '\\s+', ' ', 'g') AS query, calls::int AS calls, total_exec_time AS total_ms
+    `SELECT regexp_replace(query, '\\s+', ' ', 'g') AS query, calls::int AS calls, total_exec_time + total_plan_time AS total_ms, total_plan_time AS plan_ms
        FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
         AND query NOT ILIKE '%pg_stat_statements%'`,
   );
@@ -73,11 +74,16 @@ async function statements(db: pg.Client): Promise<StatementRow[]> {
 function printTop(title: string, rows: StatementRow[], per: number) {
   const calls = rows.reduce((a, r) => a + r.calls, 0);
   const ms = rows.reduce((a, r) => a + r.total_ms, 0);
-  console.log(`${title}: ${calls} statements (${(calls / per).toFixed(1)} per operation), ${ms.toFixed(0)} ms inside PostgreSQL (${(ms / per).toFixed(2)} ms per operation)`);
+  const plan = rows.reduce((a, r) => a + r.plan_ms, 0);
+  console.log(
+    `${title}: ${calls} statements (${(calls / per).toFixed(1)} per operation), ${ms.toFixed(0)} ms inside PostgreSQL (${(ms / per).toFixed(2)} ms per operation, of which planning ${(plan / per).toFixed(2)} ms)`,
+  );
   const show = (label: string, sorted: StatementRow[]) => {
     console.log(`  top by ${label}:`);
     for (const r of sorted.slice(0, TOP)) {
-      console.log(`    ${String(r.calls).padStart(7)} calls ${(r.calls / per).toFixed(2).padStart(6)}/op ${r.total_ms.toFixed(0).padStart(7)} ms  ${r.query.slice(0, 110)}`);
+      console.log(
+        `    ${String(r.calls).padStart(7)} calls ${(r.calls / per).toFixed(2).padStart(6)}/op ${r.total_ms.toFixed(0).padStart(7)} ms (plan ${r.plan_ms.toFixed(0).padStart(5)})  ${r.query.slice(0, 100)}`,
+      );
     }
   };
   show('calls', [...rows].sort((a, b) => b.calls - a.calls));
@@ -88,7 +94,7 @@ async function main() {
   const missing = missingPrerequisite();
   if (missing) throw new Error(`bench:profile cannot run here: ${missing}`);
   const cluster = new PostgresCluster(
-    `-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=top ${process.env.PROFILE_PG_OPTIONS ?? ''}`.trim(),
+    `-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=top -c pg_stat_statements.track_planning=on ${process.env.PROFILE_PG_OPTIONS ?? ''}`.trim(),
   );
   const redis = new RedisServer();
   const profileDir = mkdtempSync(join(tmpdir(), 'pixgate-cpuprof-'));

@@ -152,7 +152,8 @@ class OutboxDispatcher implements BackgroundWorker {
         const now = Date.now();
         if (r.events > 0) {
           this.ctx.metrics?.eventsDispatched(r.names);
-          this.onDispatched();
+          // The sender has work only if deliveries were written (events no webhook takes make none).
+          if (r.deliveries > 0) this.onDispatched();
           repairAt = Math.min(repairAt, now + (r.followers > 0 ? DEFAULTS.followerRepairMs : this.repairEveryMs));
         }
         more = r.events === this.batch;

@@ -5,6 +5,7 @@ import { DEFAULTS, webhookWorkers } from '../../src/webhooks/workers.js';
 import { addPixKey, merchantWithKey, type MerchantFixture } from '../helpers/client.js';
 import { BACKENDS, type TestDatabase } from '../helpers/db.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { emitEvent } from '../../src/events/outbox.js';
 import { emit, startReceiver, waitUntil, type Receiver } from './helpers.js';
 
 /**
@@ -152,5 +153,38 @@ pgOnly('webhook wake-ups across processes on PostgreSQL', () => {
     expect(terminated.rowCount).toBe(1);
     await r.waitFor((x) => x.filter((y) => y.path === '/lost').length === 2, PROMPT_MS);
     expect(Date.now() - started).toBeLessThan(PROMPT_MS);
+  });
+});
+
+describe.each(BACKENDS)('webhook sender wake-ups on %s', (backend) => {
+  it('events no webhook subscribes to are fanned out without waking the sender (no statement of it)', async () => {
+    const s = await startTestServer({ backend, workers: false });
+    try {
+      const fx = await merchantWithKey(s);
+      // The workers of this test run on a counted view of the database: their statements only.
+      const db = s.ctx.db.counted('probe_webhooks');
+      const count = () => db.statements().probe_webhooks ?? 0;
+      const own = webhookWorkers({ ...s.ctx, db });
+      for (const w of own) w.start();
+      try {
+        await settle();
+        const before = count();
+        await s.ctx.db.transaction(async (tx) => {
+          for (let i = 0; i < 5; i++) {
+            await emitEvent(tx, { event: 'pix.charge.paid', merchantId: fx.merchantId, accountId: fx.accountId, subject: `NOBODY-${i}`, payload: { transaction_id: `NOBODY-${i}` } });
+          }
+        });
+        await waitUntil(async () => (await s.ctx.db.query<any>('SELECT count(*)::int AS n FROM outbox_pending'))[0].n === 0, PROMPT_MS);
+        await settle();
+        // The fan-out (and a second, empty look: each emitEvent wakes the dispatcher once its
+        // transaction commits). A woken sender would add its claim and its look at the next due
+        // time: 4 before the dispatcher woke it only for deliveries.
+        expect(count() - before).toBeLessThanOrEqual(2);
+      } finally {
+        for (const w of own) await w.stop();
+      }
+    } finally {
+      await s.close();
+    }
   });
 });
