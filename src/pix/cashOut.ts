@@ -588,7 +588,7 @@ async function recordSent(ctx: AppContext, row: OwnedTransaction, paymentStatus:
 
 /** Step 3 of the cash-outs of this process: the marks that come together go in one statement. */
 const sentMarker = batcherPer((ctx: AppContext) =>
-  new Batcher<repo.SentMark, { row: OwnedTransaction; recorded: boolean } | undefined>({
+  new Batcher<repo.SentMark, { recorded: boolean } | undefined>({
     maxBatch: CASH_OUT_BATCH_MAX,
     maxInFlight: 2,
     run: async (marks) => (await repo.markSentWithEvents(ctx.db, marks)).map((value) => ({ ok: true, value })),

@@ -441,7 +441,9 @@ const RESERVE_CASH_OUTS_IF_UNCHANGED = `WITH ${CASH_OUT_ITEMS},
        SELECT statement_assert((SELECT count(*) FROM entries) = 2 * (SELECT count(*) FROM ok), 'cash-out reserve: ledger entries missing')
           AND statement_assert((SELECT count(*) FROM bound) = (SELECT count(*) FROM ok WHERE claim_id IS NOT NULL), 'cash-out reserve: an Idempotency-Key not bound')
           AND statement_assert((SELECT count(*) FROM records) = (SELECT count(*) FROM ok), 'cash-out reserve: records missing') AS ok)
-     SELECT r.*, i.n, (SELECT array_agg(account_id) FROM unchanged) AS unchanged, (SELECT ok FROM checks) AS asserted
+     -- The accounts that stood go once, on the first row (each row parsed them again in the driver).
+     SELECT r.*, i.n, CASE WHEN i.n IS NOT DISTINCT FROM (SELECT min(n) FROM ok) THEN (SELECT array_agg(account_id) FROM unchanged) END AS unchanged,
+            (SELECT ok FROM checks) AS asserted
        FROM (SELECT 1) one LEFT JOIN (records r JOIN ok i ON i.id = r.id) ON true ORDER BY i.n`;
 
 /**
@@ -497,10 +499,11 @@ export interface SentMark {
  * BEGIN/COMMIT): each record moves from stage 1 to stage 2 (`processing` or `queued`) unless
  * something moved it first or its answer's claim is no longer held, its event is written to the
  * outbox, and its Idempotency-Key's answer recorded — each only if that record moved. Returns, per
- * mark in order, the record after the move (undefined: nothing moved) and whether the answer was
- * recorded. A record marked twice in one call moves once (for the first mark).
+ * mark in order, whether the record moved (undefined: nothing moved) and whether the answer was
+ * recorded; the caller knows the record after the move (its own, at stage 2), so no row is read
+ * back. A record marked twice in one call moves once (for the first mark).
  */
-export async function markSentWithEvents(sql: Sql, marks: readonly SentMark[]): Promise<({ row: OwnedTransaction; recorded: boolean } | undefined)[]> {
+export async function markSentWithEvents(sql: Sql, marks: readonly SentMark[]): Promise<({ recorded: boolean } | undefined)[]> {
   const json = JSON.stringify(
     marks.map((m, n) => ({
       n,
@@ -516,7 +519,7 @@ export async function markSentWithEvents(sql: Sql, marks: readonly SentMark[]): 
       response_body: m.answer?.body ?? null,
     })),
   );
-  const moved = await sql.query<TransactionRow & { n: number; recorded: boolean }>(
+  const moved = await sql.query<{ n: number; recorded: boolean }>(
     `WITH items AS MATERIALIZED (
        SELECT DISTINCT ON (id) * FROM jsonb_to_recordset($1::jsonb) AS x(
          n int, id uuid, payment_status text, updated_at timestamptz, event text, merchant_id bigint, payload jsonb,
@@ -532,7 +535,7 @@ export async function markSentWithEvents(sql: Sql, marks: readonly SentMark[]): 
         WHERE tr.id = i.id AND tr.stage < 2
           AND (i.claim_id IS NULL OR EXISTS (
                 SELECT 1 FROM idempotency_keys k WHERE k.id = i.claim_id AND k.owner_token = i.claim_token AND k.status = 'in_progress'))
-       RETURNING tr.*, i.n),
+       RETURNING tr.account_id, tr.transaction_id, i.n),
      ev AS (
        INSERT INTO outbox_events (event, merchant_id, account_id, subject, payload)
        SELECT i.event, i.merchant_id, t.account_id, t.transaction_id, i.payload FROM t JOIN items i ON i.n = t.n ORDER BY t.n RETURNING 1),
@@ -540,16 +543,13 @@ export async function markSentWithEvents(sql: Sql, marks: readonly SentMark[]): 
        UPDATE idempotency_keys k SET status = 'completed', response_status = i.response_status, response_body = i.response_body
          FROM t JOIN items i ON i.n = t.n
         WHERE k.id = i.claim_id AND k.owner_token = i.claim_token AND k.status = 'in_progress' RETURNING k.id)
-     SELECT t.*, EXISTS (SELECT 1 FROM k JOIN items i ON i.claim_id = k.id WHERE i.n = t.n) AS recorded FROM t`,
+     SELECT t.n, EXISTS (SELECT 1 FROM k JOIN items i ON i.claim_id = k.id WHERE i.n = t.n) AS recorded FROM t`,
     [json],
   );
   if (moved.length > 0) wakeLocal(sql, 'outbox'); // as emitEvent does: the webhook dispatcher looks once this committed
   // (A data-modifying CTE runs to completion whether or not the query reads it: `ev` is written.)
-  const byMark = new Map(moved.map(({ n, recorded, ...row }) => [n, { row, recorded }]));
-  return marks.map((m, n) => {
-    const done = byMark.get(n);
-    return done && { row: { ...done.row, merchant_id: m.row.merchant_id }, recorded: done.recorded };
-  });
+  const byMark = new Map(moved.map(({ n, recorded }) => [n, { recorded }]));
+  return marks.map((_, n) => byMark.get(n));
 }
 
 /**
