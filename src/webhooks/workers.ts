@@ -12,7 +12,8 @@ import { WAKE } from './repository.js';
  * The delivery engine: two background workers per process.
  *
  *   webhook-dispatcher  fans new outbox events out to one delivery per matching webhook
- *                       (one transaction per batch, FOR UPDATE SKIP LOCKED); every few seconds it
+ *                       (one statement per batch, taken out of outbox_pending with SKIP LOCKED);
+ *                       every few seconds it
  *                       also repairs subject queues whose head finished unnoticed
  *   webhook-sender      claims due deliveries (SKIP LOCKED + a lease), POSTs them, records every
  *                       attempt and schedules retries
@@ -32,7 +33,7 @@ export interface WebhookWorkerOptions {
   concurrency?: number;
   /** Deliveries of one webhook in flight in this process at most. */
   perWebhook?: number;
-  /** Outbox events fanned out per transaction. */
+  /** Outbox events fanned out per statement. */
   dispatchBatch?: number;
   /** Waits before each retry (default: config WEBHOOK_RETRY_SCHEDULE). */
   retryScheduleMs?: readonly number[];
@@ -68,7 +69,7 @@ export const DEFAULTS = {
   stopGraceMs: 2_000,
   /** A batch that wrote followers (deliveries not ready) is followed by a repair this soon. */
   followerRepairMs: 250,
-  /** Least time between two fan-out transactions (a wake-up per committed event is gathered). */
+  /** Least time between two fan-out statements (a wake-up per committed event is gathered). */
   dispatchSpacingMs: 10,
   /** How long a result waits for others to be written with it. */
   recordBatchMs: 2,
