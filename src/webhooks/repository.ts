@@ -526,12 +526,14 @@ export async function requeueDelivery(sql: Sql, webhookId: string, deliveryId: s
 /** A delivery of an event just written, for exactly one webhook: the event is taken out of the fan-out queue. */
 export async function insertDirectDelivery(tx: Sql, webhookId: string, outboxEventId: string): Promise<string> {
   const [row] = await tx.query<{ id: string }>(
-    `INSERT INTO webhook_deliveries (webhook_id, outbox_id, event, subject)
-     SELECT $1, o.id, o.event, o.subject FROM outbox_events o WHERE o.event_id = $2
-     RETURNING id`,
+    `WITH d AS (
+       INSERT INTO webhook_deliveries (webhook_id, outbox_id, event, subject)
+       SELECT $1, o.id, o.event, o.subject FROM outbox_events o WHERE o.event_id = $2
+       RETURNING id, outbox_id),
+     taken AS (DELETE FROM outbox_pending p USING d WHERE p.id = d.outbox_id)
+     SELECT id FROM d`,
     [webhookId, outboxEventId],
   );
-  await tx.query('DELETE FROM outbox_pending WHERE id = (SELECT id FROM outbox_events WHERE event_id = $1)', [outboxEventId]);
   await notify(tx, WAKE.delivery);
   return row!.id;
 }

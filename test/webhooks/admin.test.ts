@@ -110,6 +110,9 @@ describe.each(BACKENDS)('operator view of webhooks on %s', (backend) => {
     const res = await s.admin('POST', `/webhooks/${a.body.id}/test`);
     expect(res.status).toBe(202);
     expect(res.body).toMatchObject({ webhook_id: a.body.id, event: 'webhook.test', status: 'pending', subject: `webhook:${a.body.id}` });
+    // Taken out of the fan-out queue in the transaction that wrote it: no dispatcher ever sees it.
+    const waiting = await s.ctx.db.query('SELECT p.id FROM outbox_pending p JOIN webhook_deliveries d ON d.outbox_id = p.id WHERE d.id = $1', [res.body.id]);
+    expect(waiting).toEqual([]);
     await r.waitFor((x) => x.some((y) => y.path === '/test-a'));
     const got = r.received.find((y) => y.path === '/test-a')!;
     expect(got.headers['x-service-event']).toBe('webhook.test');
