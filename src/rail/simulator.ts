@@ -257,9 +257,10 @@ export class SimulatedRail implements Rail {
    */
   private async takePaymentAndAnswer(order: PaymentOrder): Promise<PaymentAck> {
     const taken = await this.orders.submit(order);
-    // A key with behaviour `timeout`: the rail does not take new orders for it; one it already has
-    // is acknowledged again.
-    const ack: PaymentAck = taken.status === null ? { status: 'timeout' } : taken.status === 'protection' ? { status: 'queued' } : { status: 'accepted' };
+    // An order already taken is acknowledged as it was the first time (queued by protection stays
+    // "queued" after the payment left the queue: the rail is idempotent on the end-to-end id). A
+    // key with behaviour `timeout`: the rail does not take new orders for it.
+    const ack: PaymentAck = { status: taken.ack ?? 'timeout' };
     if (taken.stall.drop) return new Promise<PaymentAck>(() => {});
     if (taken.stall.delay_ms > 0) await new Promise((r) => setTimeout(r, taken.stall.delay_ms).unref());
     return ack;
@@ -283,7 +284,7 @@ export class SimulatedRail implements Rail {
     };
     const wake = (taken: store.Taken) => {
       // This process's engine settles it when due (a crash: another process's safety-net poll).
-      if (taken.inserted) this.wakeEngine(Date.now() + (taken.status === 'protection' ? this.options.protectionMs : this.options.settlementMs));
+      if (taken.inserted) this.wakeEngine(Date.now() + (taken.ack === 'queued' ? this.options.protectionMs : this.options.settlementMs));
       return taken;
     };
     try {

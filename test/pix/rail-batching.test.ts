@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PaymentOrder } from '../../src/rail/rail.js';
+import type { SimulatedRail } from '../../src/rail/simulator.js';
 import { BACKENDS } from '../helpers/db.js';
 import { merchantWithKey, type MerchantFixture } from '../helpers/client.js';
 import { foreignKey, sandbox } from '../helpers/pix.js';
@@ -91,6 +92,22 @@ describe.each(BACKENDS)('the simulated rail batches concurrent calls on %s', (ba
     const again = await Promise.all(orders.map((o) => s.ctx.rail.sendPayment(o)));
     expect(again).toEqual([{ status: 'accepted' }, { status: 'accepted' }, { status: 'timeout' }, { status: 'queued' }]);
     expect(await payments(orders.map((o) => o.endToEndId))).toEqual(rows);
+  });
+
+  it('an order sent again after protection let its payment go is still acknowledged "queued", as it was first (and a settled one "accepted")', async () => {
+    const queued = order(fraudKey);
+    const plain = order(settleKey);
+    expect(await Promise.all([queued, plain].map((o) => s.ctx.rail.sendPayment(o)))).toEqual([{ status: 'queued' }, { status: 'accepted' }]);
+    // Protection and settlement due now: the engine lets the payment go, then settles both.
+    await s.ctx.db.query('UPDATE sim_payments SET due_at = now() WHERE end_to_end_id = ANY($1::text[])', [[queued.endToEndId, plain.endToEndId]]);
+    await (s.ctx.rail as unknown as SimulatedRail).tick();
+    await (s.ctx.rail as unknown as SimulatedRail).tick();
+    expect((await payments([queued.endToEndId, plain.endToEndId])).map((p) => p.status)).toEqual(
+      [queued, plain].sort((a, b) => a.endToEndId.localeCompare(b.endToEndId)).map(() => 'settled'),
+    );
+    // A recovery (or a client's retry of a record still at stage 1) sends the same order again:
+    // pixgate records what this answer says, so "accepted" here would skip pix.payout.queued.
+    expect(await Promise.all([queued, plain].map((o) => s.ctx.rail.sendPayment(o)))).toEqual([{ status: 'queued' }, { status: 'accepted' }]);
   });
 
   it('one bad order (its transaction id taken by another order) fails alone; the others of its batch are taken', async () => {

@@ -234,7 +234,12 @@ export interface TakeTerms {
 
 export interface Taken {
   behavior: SimBehavior | null;
-  status: SimStatus | null;
+  /**
+   * The acknowledgement of the order: the one it had when it was first taken (a repeat under the
+   * same end-to-end id is answered the same, whatever became of the payment since); null when the
+   * rail did not take it (a `timeout` key).
+   */
+  ack: 'accepted' | 'queued' | null;
   inserted: boolean;
   stall: RailStall;
 }
@@ -308,7 +313,7 @@ export async function deleteNotifications(sql: Sql, ids: readonly number[]): Pro
  * existing), null when there is none.
  */
 export async function takeOutboundPayments(sql: Sql, orders: readonly OutboundOrder[], t: TakeTerms): Promise<Taken[]> {
-  const rows = await sql.query<{ behavior: SimBehavior | null; inserted: SimStatus | null; existing: SimStatus | null; delay_ms: number | null; drop: boolean | null }>(
+  const rows = await sql.query<{ behavior: SimBehavior | null; inserted: boolean | null; existing: boolean | null; delay_ms: number | null; drop: boolean | null }>(
     `WITH o AS MATERIALIZED (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(n int, end_to_end_id text, transaction_id text, amount bigint, payer_name text,
          payer_document text, payer_ispb text, payer_account_id bigint, receiver_key text, description text, txid text)),
@@ -318,17 +323,19 @@ export async function takeOutboundPayments(sql: Sql, orders: readonly OutboundOr
      ins AS (
        INSERT INTO sim_payments (end_to_end_id, kind, direction, transaction_id, amount, payer_name, payer_document, payer_ispb,
          payer_account_id, receiver_key, receiver_name, receiver_document, receiver_ispb, behavior, reason_code, status,
-         description, txid, due_at, created_at)
+         queued_by_protection, description, txid, due_at, created_at)
        SELECT DISTINCT ON (d.end_to_end_id) d.end_to_end_id, 'payment', 'outbound', d.transaction_id, d.amount, d.payer_name, d.payer_document,
               d.payer_ispb, d.payer_account_id, d.receiver_key, d.name, d.document, COALESCE(d.ispb, '00000000'),
               CASE WHEN d.refusal IS NOT NULL THEN 'reject' ELSE d.behavior END, d.refusal,
               CASE WHEN d.fraud_flagged AND d.refusal IS NULL THEN 'protection' ELSE 'in_flight' END,
-              d.description, d.txid, CASE WHEN d.fraud_flagged AND d.refusal IS NULL THEN $6::timestamptz ELSE $7::timestamptz END, $2::timestamptz
+              d.fraud_flagged AND d.refusal IS NULL, d.description, d.txid, CASE WHEN d.fraud_flagged AND d.refusal IS NULL THEN $6::timestamptz ELSE $7::timestamptz END, $2::timestamptz
          FROM d WHERE d.behavior IS DISTINCT FROM 'timeout' ORDER BY d.end_to_end_id, d.n
-       ON CONFLICT (end_to_end_id) DO NOTHING RETURNING end_to_end_id, status)
+       ON CONFLICT (end_to_end_id) DO NOTHING RETURNING end_to_end_id, queued_by_protection)
      -- The existing payment read by its key, one probe per order (a join let the planner pick a
      -- hash join over a sequential scan of the whole table while its statistics were young).
-     SELECT d.behavior, i.status AS inserted, (SELECT p.status FROM sim_payments p WHERE p.end_to_end_id = d.end_to_end_id) AS existing,
+     -- Each answers whether the payment was queued by protection when first taken (NULL: not taken).
+     SELECT d.behavior, i.queued_by_protection AS inserted,
+            (SELECT p.queued_by_protection FROM sim_payments p WHERE p.end_to_end_id = d.end_to_end_id) AS existing,
             s.delay_ms, s.drop_answer AS drop
        FROM d LEFT JOIN ins i ON i.end_to_end_id = d.end_to_end_id
          LEFT JOIN sim_rail_stall s ON s.id = 1
@@ -339,22 +346,26 @@ export async function takeOutboundPayments(sql: Sql, orders: readonly OutboundOr
     ],
   );
   if (rows.length !== orders.length) throw new Error(`rail: ${rows.length} answers for ${orders.length} payment orders`);
-  const taken = rows.map((row) => ({
+  const ackOf = (queuedByProtection: boolean | null | undefined): Taken['ack'] => (queuedByProtection == null ? null : queuedByProtection ? 'queued' : 'accepted');
+  const taken = rows.map((row): Taken => ({
     behavior: row.behavior,
-    status: row.inserted ?? row.existing,
+    ack: ackOf(row.inserted ?? row.existing),
     inserted: row.inserted !== null,
     stall: { delay_ms: row.delay_ms ?? 0, drop: row.drop ?? false },
   }));
   // Inserted concurrently by another statement that committed after this one's snapshot.
-  const late = orders.filter((o, i) => taken[i]!.status === null && taken[i]!.behavior !== 'timeout').map((o) => o.end_to_end_id);
+  const late = orders.filter((o, i) => taken[i]!.ack === null && taken[i]!.behavior !== 'timeout').map((o) => o.end_to_end_id);
   if (late.length > 0) {
     const found = new Map(
-      (await sql.query<{ end_to_end_id: string; status: SimStatus }>('SELECT end_to_end_id, status FROM sim_payments WHERE end_to_end_id = ANY($1::text[])', [late])).map(
-        (r) => [r.end_to_end_id, r.status],
-      ),
+      (
+        await sql.query<{ end_to_end_id: string; queued_by_protection: boolean }>(
+          'SELECT end_to_end_id, queued_by_protection FROM sim_payments WHERE end_to_end_id = ANY($1::text[])',
+          [late],
+        )
+      ).map((r) => [r.end_to_end_id, r.queued_by_protection]),
     );
     orders.forEach((o, i) => {
-      if (taken[i]!.status === null && taken[i]!.behavior !== 'timeout') taken[i]!.status = found.get(o.end_to_end_id) ?? null;
+      if (taken[i]!.ack === null && taken[i]!.behavior !== 'timeout') taken[i]!.ack = ackOf(found.get(o.end_to_end_id));
     });
   }
   return taken;
