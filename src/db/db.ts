@@ -54,9 +54,17 @@ export interface Database extends Sql {
   /**
    * The same database (same pool, same connection, same listeners) whose statements count under
    * `source` (`request` for the database itself; server.ts gives `background` to the workers and
-   * `rail` to the simulated rail). Closing a view closes the database.
+   * `rail` to the simulated rail). Closing a view closes the database. One view per source: the
+   * options count when the view is first made (later calls get that view as it is).
+   *
+   * `synchronousCommit: false` (PostgreSQL): the view's statements run on connections of their
+   * own with `synchronous_commit = off` — a commit there does not wait for its WAL to reach the
+   * disk. Only for writes whose loss in a database crash leaves a consistent state, because the
+   * WAL is one sequence: a crash loses a suffix of it, and any later synchronous commit (of any
+   * connection) makes an earlier asynchronous one durable. server.ts gives it to the simulated
+   * rail only (docs/decisions.md, "The simulated rail's commits"). PGlite ignores it.
    */
-  counted(source: string): Database;
+  counted(source: string, options?: { synchronousCommit?: boolean }): Database;
 }
 
 /**
