@@ -173,24 +173,31 @@ class LostClaims extends Error {
 }
 
 /**
- * Runs one batch: an outcome for every item. First without a transaction (`reserveUnlocked`: one
- * read, the checks, one statement that writes what the checks accepted where nothing changed
- * meanwhile — two round trips, the books locked only while the writing statement runs); the items
- * of the accounts that changed meanwhile (or all, if that statement failed in the database) are
- * then checked again and written under the locks (`reserveLocked`).
+ * Runs one batch: an outcome for every item. First, for the accounts this process knows, without a
+ * read (`reserveAssumed`: one statement that writes if the account's figures let every item
+ * through — the common case, one round trip); the other items without a transaction
+ * (`reserveUnlocked`: one read, the checks, one statement that writes what the checks accepted
+ * where nothing changed meanwhile — two round trips, the books locked only while the writing
+ * statement runs); the items of the accounts that changed meanwhile (or all, if that statement
+ * failed in the database) are then checked again and written under the locks (`reserveLocked`).
  */
 async function runBatch(ctx: AppContext, batch: ReserveRequest[]): Promise<BatchOutcome<Reserved>[]> {
-  let done = new Map<ReserveRequest, BatchOutcome<Reserved>>();
-  let again: ReserveRequest[];
-  try {
-    ({ done, again } = await reserveUnlocked(ctx, batch));
-  } catch (err) {
-    // The database refused the statement (an external_id taken meanwhile, a deadlock, a broken
-    // invariant): it wrote nothing. Anything else (the connection lost: it may have committed)
-    // fails the batch, as a failed COMMIT would.
-    if (sqlState(err) === undefined) throw err;
-    ctx.log.debug({ err }, 'cash-out batch written under the locks instead');
-    again = batch;
+  const done = new Map<ReserveRequest, BatchOutcome<Reserved>>();
+  const unread = await reserveAssumed(ctx, batch, done);
+  let again: ReserveRequest[] = [];
+  if (unread.length > 0) {
+    try {
+      const unlocked = await reserveUnlocked(ctx, unread);
+      for (const [item, outcome] of unlocked.done) done.set(item, outcome);
+      again = unlocked.again;
+    } catch (err) {
+      // The database refused the statement (an external_id taken meanwhile, a deadlock, a broken
+      // invariant): it wrote nothing. Anything else (the connection lost: it may have committed)
+      // fails the batch, as a failed COMMIT would.
+      if (sqlState(err) === undefined) throw err;
+      ctx.log.debug({ err }, 'cash-out batch written under the locks instead');
+      again = unread;
+    }
   }
   if (again.length > 0) {
     const started = performance.now();
@@ -204,11 +211,95 @@ async function runBatch(ctx: AppContext, batch: ReserveRequest[]): Promise<Batch
 /** The batches (or parts of batches) checked again under the locks (`pixgate_batch_*{batcher="cash_out_reserve_locked"}`). */
 const lockedObserver = onePer((ctx: AppContext) => ctx.metrics.batchObserver('cash_out_reserve_locked'));
 
+/**
+ * The configuration (fee, limits, holder) of the accounts whose cash-outs this process has read,
+ * by account id: a batch of known accounts is decided on it without a read (`reserveAssumed`). Never
+ * trusted on its own — the writing statement compares it with the account's row — so nothing has
+ * to tell this process that an account changed: a stale entry costs the read it saves, and the
+ * read refreshes it.
+ */
+const knownAccounts = onePer((_ctx: AppContext) => new Map<number, repo.CashOutAccountConfig>());
+const KNOWN_ACCOUNTS_MAX = 10_000;
+/** The available balance a batch decided without a read assumes: the statement checks the real one. */
+const UNLIMITED = Number.MAX_SAFE_INTEGER;
+
+function remember(ctx: AppContext, accounts: ReadonlyMap<number, repo.CashOutLockState>): void {
+  const known = knownAccounts(ctx);
+  if (known.size + accounts.size > KNOWN_ACCOUNTS_MAX) known.clear();
+  for (const [id, a] of accounts) {
+    known.set(id, {
+      merchant_id: a.merchant_id,
+      cash_out_fee_cents: a.cash_out_fee_cents,
+      cash_out_max_amount_cents: a.cash_out_max_amount_cents,
+      cash_out_daily_limit_cents: a.cash_out_daily_limit_cents,
+      cash_out_nighttime_limit_cents: a.cash_out_nighttime_limit_cents,
+      holder_name: a.holder_name,
+      holder_document: a.holder_document,
+    });
+  }
+}
+
+/**
+ * Step 1 without a read, for the items of accounts this process knows (`knownAccounts`): the
+ * checks run on the remembered configuration as if the balance had no end and no window had been
+ * used, and ONE statement writes the items of each account where every item was accepted, if the
+ * figures under the locks still let all of them through and the account's row is still the one
+ * remembered (`reserveCashOutsIfUnchanged` with `config`). Done items are put in `done`; the others
+ * are returned, in batch order, for the read (`reserveUnlocked`): those of unknown accounts, of
+ * accounts with a refusal, a repeat or a key that binds with a statement of its own, and of accounts
+ * whose figures or configuration said no. So a refusal is always made on a read, with its figures.
+ */
+async function reserveAssumed(ctx: AppContext, items: ReserveRequest[], done: Map<ReserveRequest, BatchOutcome<Reserved>>): Promise<ReserveRequest[]> {
+  const known = knownAccounts(ctx);
+  const mine = items.filter((i) => known.has(i.caller.accountId) && i.key.claim !== undefined);
+  if (mine.length === 0) return items;
+  const now = ctx.clock.now();
+  const windows = limitWindows(now);
+  const states = new Map<number, repo.CashOutLockState>();
+  for (const { caller } of mine) {
+    const id = caller.accountId;
+    if (!states.has(id)) states.set(id, { ...known.get(id)!, account_id: id, books: [{ book: 'available', balance: UNLIMITED }], usage: {}, existing: {} });
+  }
+  const decided = decide(ctx, mine, states, now, windows);
+  const held = new Set<number>();
+  for (const [i, item] of mine.entries()) if (!decided.created(i)) held.add(item.caller.accountId);
+  const accepted = decided.accepted.filter((a) => !held.has(a.item.caller.accountId));
+  if (accepted.length === 0) return items;
+  const going = [...new Set(accepted.map((a) => a.item.caller.accountId))];
+  const checked = going.map((id) => ({ ...checkedAccount(states.get(id)!, false, decided, windows), config: known.get(id)! }));
+  let written: { rows: OwnedTransaction[]; unchanged: Set<number> };
+  try {
+    written = await repo.reserveCashOutsIfUnchanged(
+      ctx.db,
+      accepted.map((a) => a.record),
+      windows,
+      checked,
+    );
+  } catch (err) {
+    // As in runBatch: refused by the database, it wrote nothing; the read decides again.
+    if (sqlState(err) === undefined) throw err;
+    ctx.log.debug({ err }, 'cash-out batch decided on a read instead');
+    return items;
+  }
+  const byId = new Map(written.rows.map((r) => [r.id, r]));
+  const rows = decided.accepted.map((a) => byId.get(a.record.id));
+  const position = new Map(mine.map((item, i) => [item, i]));
+  const rest: ReserveRequest[] = [];
+  for (const item of items) {
+    const i = position.get(item);
+    const account = item.caller.accountId;
+    if (i !== undefined && !held.has(account) && written.unchanged.has(account)) done.set(item, decided.answer(i, rows));
+    else rest.push(item);
+  }
+  return rest;
+}
+
 async function reserveUnlocked(ctx: AppContext, items: ReserveRequest[]): Promise<{ done: Map<ReserveRequest, BatchOutcome<Reserved>>; again: ReserveRequest[] }> {
   const now = ctx.clock.now();
   const windows = limitWindows(now);
   const [accountIds, externalIds] = batchScope(items);
   const read = await repo.readForCashOuts(ctx.db, accountIds, windows, externalIds);
+  remember(ctx, read.accounts);
   const decided = decide(ctx, items, read.accounts, now, windows);
   // Accounts with an item accepted: written if unchanged. An accepted item whose key binds with a
   // statement of its own (no claim in the open) needs a transaction: its account goes under the locks.
@@ -307,6 +398,8 @@ interface Decided {
   answer(i: number, rows: readonly (OwnedTransaction | undefined)[]): BatchOutcome<Reserved>;
   /** Whether item `i` was refused by a check (balance, limit). */
   refused(i: number): boolean;
+  /** Whether item `i` is a new record of this batch (not refused, not a repeat). */
+  created(i: number): boolean;
 }
 
 /**
@@ -388,6 +481,10 @@ function decide(ctx: AppContext, items: readonly ReserveRequest[], accounts: Map
   return {
     accepted,
     refused: (i) => 'ok' in outcome[i]! && !(outcome[i] as BatchOutcome<Reserved>).ok,
+    created: (i) => {
+      const o = outcome[i]!;
+      return 'accepted' in o && o.accepted >= 0;
+    },
     answer(i, rows) {
       const o = outcome[i]!;
       if (!('accepted' in o)) return o;
@@ -410,6 +507,7 @@ async function reserveBatch(tx: Sql, ctx: AppContext, items: readonly ReserveReq
   const [accountIds, externalIds] = batchScope(items);
   let locked = await repo.lockForCashOuts(tx, accountIds, windows, externalIds);
   if (locked.stale) locked = await repo.lockForCashOuts(tx, accountIds, windows, externalIds);
+  remember(ctx, locked.accounts);
   const decided = decide(ctx, items, locked.accounts, now, windows);
   const { accepted } = decided;
   let rows: OwnedTransaction[] = [];

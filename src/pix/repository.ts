@@ -408,11 +408,22 @@ export type CheckedAccount =
       debit: number;
       /** The most each window may have sent so far for the accepted items to fit in its limit. */
       caps: Record<string, number>;
+      /**
+       * Set when the decisions were made on the configuration remembered from an earlier read
+       * (no read of this batch): the account's row (fee, limits, holder) must still be this.
+       */
+      config?: CashOutAccountConfig;
     };
+
+/** What step 1 takes from an account's configuration: its records' fee and payer, its limits. */
+export type CashOutAccountConfig = Pick<
+  CashOutLockState,
+  'merchant_id' | 'cash_out_fee_cents' | 'cash_out_max_amount_cents' | 'cash_out_daily_limit_cents' | 'cash_out_nighttime_limit_cents' | 'holder_name' | 'holder_document'
+>;
 
 const RESERVE_CASH_OUTS_IF_UNCHANGED = `WITH ${CASH_OUT_ITEMS},
      checked AS MATERIALIZED (
-       SELECT * FROM jsonb_to_recordset($4::jsonb) AS c(account_id bigint, exact boolean, available bigint, usage jsonb, debit bigint, caps jsonb)),
+       SELECT * FROM jsonb_to_recordset($4::jsonb) AS c(account_id bigint, exact boolean, available bigint, usage jsonb, debit bigint, caps jsonb, config jsonb)),
      locked AS MATERIALIZED (
        SELECT account_id, book, balance FROM ledger_accounts
         WHERE account_id IN (SELECT account_id FROM checked) ORDER BY id FOR UPDATE),
@@ -433,7 +444,22 @@ const RESERVE_CASH_OUTS_IF_UNCHANGED = `WITH ${CASH_OUT_ITEMS},
             SELECT 1 FROM unnest($2::text[]) AS w(kind)
              CROSS JOIN LATERAL (SELECT COALESCE((SELECT u.amount FROM used u WHERE u.account_id = c.account_id AND u.window_kind = w.kind), 0) AS sent) n
              WHERE CASE WHEN c.exact THEN n.sent <> COALESCE((c.usage ->> w.kind)::bigint, 0) ELSE n.sent > (c.caps ->> w.kind)::bigint END)
-          AND NOT EXISTS (SELECT 1 FROM claims k WHERE k.account_id = c.account_id AND NOT k.owned)),
+          AND NOT EXISTS (SELECT 1 FROM claims k WHERE k.account_id = c.account_id AND NOT k.owned)
+          -- Decisions made on a remembered configuration: the account's row still says the same.
+          AND (c.config IS NULL OR EXISTS (
+            SELECT 1 FROM accounts a JOIN merchants m ON m.id = a.merchant_id
+             WHERE a.id = c.account_id AND a.merchant_id = (c.config ->> 'merchant_id')::bigint
+               AND a.cash_out_fee_cents = (c.config ->> 'cash_out_fee_cents')::bigint
+               AND a.cash_out_max_amount_cents = (c.config ->> 'cash_out_max_amount_cents')::bigint
+               AND a.cash_out_daily_limit_cents = (c.config ->> 'cash_out_daily_limit_cents')::bigint
+               AND a.cash_out_nighttime_limit_cents = (c.config ->> 'cash_out_nighttime_limit_cents')::bigint
+               AND m.name = c.config ->> 'holder_name' AND m.document = c.config ->> 'holder_document'))
+          -- No external_id of its items taken meanwhile (or, without a read, before): one probe of
+          -- the unique index each; such an account is decided again on a read (a repeat).
+          AND NOT EXISTS (
+            SELECT 1 FROM items i CROSS JOIN LATERAL (
+                SELECT 1 FROM transactions t WHERE t.account_id = i.account_id AND t.external_id = i.external_id LIMIT 1) taken
+             WHERE i.account_id = c.account_id AND i.external_id IS NOT NULL)),
      ok AS MATERIALIZED (SELECT i.* FROM items i WHERE i.account_id IN (SELECT account_id FROM unchanged)),
      ${cashOutWrites('ok')},
      -- Selected below so that it runs (a CTE nobody reads is not evaluated); a false one aborts.
@@ -447,7 +473,8 @@ const RESERVE_CASH_OUTS_IF_UNCHANGED = `WITH ${CASH_OUT_ITEMS},
        FROM (SELECT 1) one LEFT JOIN (records r JOIN ok i ON i.id = r.id) ON true ORDER BY i.n`;
 
 /**
- * Step 1 of a batch of cash-outs whose checks ran on a read without locks (`readForCashOuts`), in
+ * Step 1 of a batch of cash-outs whose checks ran on a read without locks (`readForCashOuts`) —
+ * or on no read at all, on the configuration remembered from an earlier one (`config`) — in
  * ONE statement, outside any transaction (one round trip, and the books locked only while it runs
  * and commits): it locks the books of the accounts (ledger account id order, as every money
  * movement), the usage rows of the windows and the Idempotency-Keys to bind, then writes (as
@@ -456,11 +483,13 @@ const RESERVE_CASH_OUTS_IF_UNCHANGED = `WITH ${CASH_OUT_ITEMS},
  *   - every item of the account was accepted: its available balance (the safe balance) still
  *     covers their debits and every window's usage still leaves room for their amounts — the
  *     checks under the locks would accept each of them, in the same order;
- *   - else (a refusal): its available balance and its usage in every window are exactly what the
- *     checks saw, so a refusal (and its detail) is never made against figures that changed.
- * The items of the other accounts are not written: the caller checks them again under the locks
- * (`lockForCashOuts`). An item's external_id taken meanwhile fails the statement (unique
- * constraint): nothing of it is written.
+    *   - else (a refusal): its available balance and its usage in every window are exactly what the
+ *     checks saw, so a refusal (and its detail) is never made against figures that changed;
+ * and, in both cases, none of its items' external_ids is taken and, with `config`, the account's
+ * fee, limits and holder are still those the records were made with.
+ * The items of the other accounts are not written: the caller checks them again (on a read, or
+ * under the locks: `lockForCashOuts`). An item's external_id taken by a transaction that commits
+ * while the statement runs fails the statement (unique constraint): nothing of it is written.
  *
  * Every change of a book's available balance or of a usage row happens under the lock of the
  * account's books, so the figures read under the locks are those the next change starts from; the
