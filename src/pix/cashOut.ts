@@ -23,9 +23,11 @@ import type { OwnedTransaction, UsageWindow } from './repository.js';
  * call between them (never inside a transaction):
  *
  *   1 reserve   external_id, limits and safe balance checks; the record (stage 1, payment_status
- *               processing) and the reservation available -> pending — a read and one statement
- *               that writes if the account did not change meanwhile (else under the account lock),
- *               shared by the concurrent cash-outs of this process (a batch: reserveInBatch)
+ *               processing) and the reservation available -> pending — one statement that
+ *               writes if the account's figures and configuration let it through (for an account
+ *               this process has read before), else a read and one statement that writes if the
+ *               account did not change meanwhile (else under the account lock), shared by the
+ *               concurrent cash-outs of this process (a batch: reserveInBatch)
  *   2 send      rail.sendPayment (idempotent on the end-to-end id)
  *   3 record    the rail's answer: accepted (stage 2, pix.payout.processing, HTTP 200) or queued
  *               (stage 2, pix.payout.queued, HTTP 202), with the idempotency answer; or timeout
