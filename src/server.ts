@@ -100,10 +100,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     rail: instrumentRail(
       withDeadline(
         new SimulatedRail({
-          // The simulated bank's statements count apart from pixgate's own, and its commits do not
-          // wait for the disk: what pixgate does with its answers commits after them, synchronously
-          // (docs/decisions.md, "The simulated rail's commits").
-          db: db.counted('rail', { synchronousCommit: false }),
+          db: db.counted('rail'), // the simulated bank's statements count apart from pixgate's own
           institutionIspb: config.institutionIspb,
           institutionName: INSTITUTION_NAME,
           clock,

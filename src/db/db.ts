@@ -17,6 +17,18 @@ export type Row = Record<string, unknown>;
  */
 export const PLAN_EACH_RUN = '/* plan each run */ ';
 
+/**
+ * A CTE for a statement whose own commit need not wait for the disk: `set_config(…, true)` turns
+ * synchronous_commit off for the statement's transaction only (nothing reaches the session, nor —
+ * behind a pooler — another client). Only for writes whose loss in a crash of the database leaves
+ * a consistent state: the WAL is one sequence, a crash loses a suffix of it, and any later
+ * synchronous commit (of any connection) makes the earlier asynchronous ones durable. The
+ * simulated rail's own bookkeeping uses it (docs/decisions.md, "The simulated rail's commits").
+ * A CTE nobody reads does not run: the statement must read `relaxed_commit` (a join with its one
+ * row, or a scalar subquery in its WHERE).
+ */
+export const RELAXED_COMMIT = `relaxed_commit AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true) AS relaxed)`;
+
 export interface Sql {
   /** Runs one parameterized statement and returns its rows. */
   query<R = Row>(text: string, params?: readonly unknown[]): Promise<R[]>;
@@ -54,17 +66,9 @@ export interface Database extends Sql {
   /**
    * The same database (same pool, same connection, same listeners) whose statements count under
    * `source` (`request` for the database itself; server.ts gives `background` to the workers and
-   * `rail` to the simulated rail). Closing a view closes the database. One view per source: the
-   * options count when the view is first made (later calls get that view as it is).
-   *
-   * `synchronousCommit: false` (PostgreSQL): the view's statements run on connections of their
-   * own with `synchronous_commit = off` — a commit there does not wait for its WAL to reach the
-   * disk. Only for writes whose loss in a database crash leaves a consistent state, because the
-   * WAL is one sequence: a crash loses a suffix of it, and any later synchronous commit (of any
-   * connection) makes an earlier asynchronous one durable. server.ts gives it to the simulated
-   * rail only (docs/decisions.md, "The simulated rail's commits"). PGlite ignores it.
+   * `rail` to the simulated rail). Closing a view closes the database.
    */
-  counted(source: string, options?: { synchronousCommit?: boolean }): Database;
+  counted(source: string): Database;
 }
 
 /**

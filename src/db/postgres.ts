@@ -23,8 +23,6 @@ const types = {
 } as pg.CustomTypesConfig;
 
 const MAX_ATTEMPTS = 5;
-/** Connections of the pool with synchronous_commit off (the simulated rail's: its batched calls and its engine). */
-const RELAXED_POOL_MAX = 8;
 
 /** PostgreSQL server through a connection pool (node-postgres). */
 /**
@@ -45,43 +43,32 @@ function preparedName(text: string): string {
 }
 
 export async function openPostgres(options: PostgresOptions): Promise<Database> {
-  const newPool = (max: number, settings: string[]) => {
-    const created = new pg.Pool({
-      connectionString: options.url,
-      max,
-      types,
-      application_name: options.applicationName ?? 'pixgate',
-      connectionTimeoutMillis: 10_000,
-      idleTimeoutMillis: 30_000,
-      ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
-      // Every connection cancels a statement running past statement_timeout (57014), gives up a lock
-      // wait past lock_timeout (55P03) and is closed by the server when it sits idle inside a
-      // transaction past idle_in_transaction_session_timeout (25P03).
-      ...(options.statementTimeoutMs !== undefined ? { statement_timeout: options.statementTimeoutMs } : {}),
-      ...(options.lockTimeoutMs !== undefined ? { lock_timeout: options.lockTimeoutMs } : {}),
-      ...(options.idleInTransactionTimeoutMs !== undefined ? { idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs } : {}),
-    });
-    // Session settings not carried by the startup packet: sent first on each new connection (a
-    // client runs its queries in order, so they precede anything the pool hands it out for).
-    if (settings.length > 0) created.on('connect', (client) => void client.query(settings.join('; ')).catch(() => {}));
-    // An idle client losing its connection must not crash the process; the pool replaces it.
-    created.on('error', () => {});
-    return created;
-  };
-  const mainPool = newPool(options.max ?? 20, []);
-  /** Connections with synchronous_commit off, for the views that ask for it (made on first use). */
-  let relaxedPool: pg.Pool | undefined;
-  const relaxed = () => (relaxedPool ??= newPool(Math.min(RELAXED_POOL_MAX, options.max ?? 20), ['SET synchronous_commit = off']));
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: options.max ?? 20,
+    types,
+    application_name: options.applicationName ?? 'pixgate',
+    connectionTimeoutMillis: 10_000,
+    idleTimeoutMillis: 30_000,
+    ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+    // Every connection cancels a statement running past statement_timeout (57014), gives up a lock
+    // wait past lock_timeout (55P03) and is closed by the server when it sits idle inside a
+    // transaction past idle_in_transaction_session_timeout (25P03).
+    ...(options.statementTimeoutMs !== undefined ? { statement_timeout: options.statementTimeoutMs } : {}),
+    ...(options.lockTimeoutMs !== undefined ? { lock_timeout: options.lockTimeoutMs } : {}),
+    ...(options.idleInTransactionTimeoutMs !== undefined ? { idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs } : {}),
+  });
+  // An idle client losing its connection must not crash the process; the pool replaces it.
+  pool.on('error', () => {});
   const counts = new StatementCounts();
   let closed = false;
   const listener = notificationClient(options, () => closed, counts.cell('listen'));
-  // One view per statement source (Database.counted); all share the pools and the listener.
+  // One view per statement source (Database.counted); all share the pool and the listener.
   const views = new Map<string, Database>();
-  const view = (source: string, viewOptions: { synchronousCommit?: boolean } = {}): Database => {
+  const view = (source: string): Database => {
     const existing = views.get(source);
     if (existing) return existing;
     const cell = counts.cell(source);
-    const pool = viewOptions.synchronousCommit === false ? relaxed() : mainPool;
     const run = async <R>(client: pg.Pool | pg.PoolClient, text: string, params: readonly unknown[] = []) => {
       cell.n++;
       const name = params.length > 0 && text.length >= PREPARE_MIN_LENGTH && !text.startsWith(PLAN_EACH_RUN) ? preparedName(text) : undefined;
@@ -136,14 +123,14 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
       async ping() {
         await run(pool, 'SELECT 1');
       },
-      poolStats: () => ({ total: mainPool.totalCount, idle: mainPool.idleCount, waiting: mainPool.waitingCount }),
+      poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
       statements: () => counts.snapshot(),
       counted: view,
       async close() {
         if (closed) return;
         closed = true;
         await listener.close();
-        await Promise.all([mainPool.end(), relaxedPool?.end()]);
+        await pool.end();
       },
     };
     localWakesFor(db, listener.wakeLocal);

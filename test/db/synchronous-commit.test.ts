@@ -1,45 +1,65 @@
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openPostgres } from '../../src/db/postgres.js';
+import type { Sql } from '../../src/db/db.js';
+import * as store from '../../src/rail/sim/store.js';
+import { BACKENDS } from '../helpers/db.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 /**
- * A view made with `synchronousCommit: false` runs on connections of its own with
- * synchronous_commit off; every other view keeps the server's setting (on). The running server
- * gives it to the simulated rail only (docs/decisions.md, "The simulated rail's commits").
+ * The simulated rail's own bookkeeping commits without waiting for the disk: each of its hot
+ * statements sets synchronous_commit off for its own transaction only (`RELAXED_COMMIT`,
+ * src/db/db.ts; docs/decisions.md, "The simulated rail's commits"). Run here inside a transaction
+ * (rolled back) to read the setting the statement's commit would see; the session keeps `on`.
  */
-const url = process.env.TEST_DATABASE_URL;
-const setting = async (db: { query: (text: string) => Promise<unknown[]> }) => ((await db.query('SHOW synchronous_commit')) as { synchronous_commit: string }[])[0]!.synchronous_commit;
+class RolledBack extends Error {}
 
-describe.skipIf(!url)('synchronous_commit per view on PostgreSQL', () => {
-  it('off on a relaxed view, in its transactions too, and on on the others; closing the database closes both pools', async () => {
-    const db = await openPostgres({ url: url!, max: 2 });
-    try {
-      const relaxed = db.counted('relaxed', { synchronousCommit: false });
-      expect(await setting(db)).toBe('on');
-      expect(await setting(relaxed)).toBe('off');
-      expect(await relaxed.transaction((tx) => setting(tx))).toBe('off');
-      expect(await setting(db.counted('background'))).toBe('on');
-      // One view per source: asked again (with or without the option), the same view.
-      expect(db.counted('relaxed')).toBe(relaxed);
-      // Several connections at once: each new one is set before its first statement.
-      expect(await Promise.all(Array.from({ length: 6 }, () => setting(relaxed)))).toEqual(Array(6).fill('off'));
-      expect(db.statements()).toMatchObject({ relaxed: 10 }) // 1 + BEGIN, SHOW, COMMIT + 6;
-    } finally {
-      await db.close();
-    }
+describe.each(BACKENDS)("the simulated rail's commits on %s", (backend) => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startTestServer({ backend, workers: false });
+  });
+  afterAll(async () => s?.close());
+
+  /** synchronous_commit as the transaction sees it after `run`, then rolled back. */
+  async function settingAfter(run: (tx: Sql) => Promise<unknown>): Promise<string> {
+    let setting = '';
+    await s.ctx.db
+      .transaction(async (tx) => {
+        await run(tx);
+        setting = (await tx.query<{ synchronous_commit: string }>('SHOW synchronous_commit'))[0]!.synchronous_commit;
+        throw new RolledBack();
+      })
+      .catch((err: unknown) => {
+        if (!(err instanceof RolledBack)) throw err;
+      });
+    return setting;
+  }
+
+  const now = new Date();
+  const order: store.OutboundOrder = {
+    end_to_end_id: `E${randomBytes(12).toString('hex')}`,
+    transaction_id: `PIXOUT-${randomBytes(6).toString('hex')}`,
+    amount: 1000,
+    payer_name: 'Loja',
+    payer_document: '11444777000161',
+    payer_ispb: '00000000',
+    payer_account_id: 1,
+    receiver_key: 'nobody@example.com',
+    description: null,
+    txid: null,
+  };
+  const terms: store.TakeTerms = { created_at: now, protectionDue: now, settlementDue: now, institutionIspb: '00000000', refusals: { keyNotFound: 'KEY_NOT_FOUND', sameInstitution: 'SAME' } };
+
+  it('a statement of its own leaves the setting alone', async () => {
+    expect(await settingAfter((tx) => tx.query('SELECT 1'))).toBe('on');
   });
 
-  describe('the running server', () => {
-    let s: TestServer;
-    beforeAll(async () => {
-      s = await startTestServer({ backend: 'postgres', workers: false });
-    });
-    afterAll(async () => s?.close());
-
-    it("commits the simulated rail's writes without waiting for the disk, and pixgate's own with", async () => {
-      expect(await setting(s.ctx.db.counted('rail'))).toBe('off');
-      expect(await setting(s.ctx.db)).toBe('on');
-      expect(await setting(s.ctx.db.counted('background'))).toBe('on');
-    });
+  it('off for the payment order, the due settlements, the lease and the delete of notifications', async () => {
+    expect(await settingAfter((tx) => store.takeOutboundPayments(tx, [order], terms))).toBe('off');
+    expect(await settingAfter((tx) => store.settleDuePayments(tx, now, 10, null))).toBe('off');
+    expect(await settingAfter((tx) => store.claimNotifications(tx, now, now, 10))).toBe('off');
+    expect(await settingAfter((tx) => store.deleteNotifications(tx, [-1]))).toBe('off');
+    // Nothing stayed on the connection: the next transaction commits synchronously again.
+    expect(await settingAfter((tx) => tx.query('SELECT 1'))).toBe('on');
   });
 });

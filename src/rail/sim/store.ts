@@ -1,4 +1,4 @@
-import type { Sql } from '../../db/db.js';
+import { RELAXED_COMMIT, type Sql } from '../../db/db.js';
 import type { PixKeyType } from '../../pix/keys.js';
 
 /** SQL of the simulated central bank (tables `sim_*`). Nothing outside src/rail/ reads them. */
@@ -167,8 +167,9 @@ export async function enqueueNotification(
  */
 export async function claimNotifications(sql: Sql, now: Date, leaseUntil: Date, limit: number): Promise<SimNotificationRow[]> {
   return sql.query<SimNotificationRow>(
-    `UPDATE sim_notifications SET locked_until = $2, attempts = attempts + 1
-      WHERE id IN (
+    `WITH ${RELAXED_COMMIT}
+     UPDATE sim_notifications SET locked_until = $2, attempts = attempts + 1
+      WHERE (SELECT relaxed FROM relaxed_commit) IS NOT NULL AND id IN (
         SELECT n.id FROM sim_notifications n
          WHERE (n.locked_until IS NULL OR n.locked_until <= $1)
            AND NOT EXISTS (SELECT 1 FROM sim_notifications p WHERE p.subject = n.subject AND p.id < n.id)
@@ -263,7 +264,8 @@ export async function settleDuePayments(
   leaseUntil: Date | null,
 ): Promise<{ settled: number; others: number; unleased: number; leased: SimNotificationRow[] }> {
   const [row] = await sql.query<{ settled: number; others: number; unleased: number; leased: SimNotificationRow[] | null }>(
-    `WITH due AS (
+    `WITH ${RELAXED_COMMIT},
+     due AS (
        SELECT end_to_end_id, kind, status, behavior FROM sim_payments
         WHERE status IN ('protection', 'in_flight') AND due_at <= $1
         ORDER BY due_at, end_to_end_id LIMIT $2 FOR UPDATE SKIP LOCKED),
@@ -289,7 +291,8 @@ export async function settleDuePayments(
             (SELECT count(*) FROM queued WHERE locked_until IS NULL)::int AS unleased,
             (SELECT json_agg(json_build_object('id', id, 'notification_id', notification_id, 'subject', subject, 'kind', kind,
                                                'payload', payload, 'created_at', created_at, 'attempts', attempts) ORDER BY id)
-               FROM queued WHERE locked_until IS NOT NULL) AS leased`,
+               FROM queued WHERE locked_until IS NOT NULL) AS leased
+       FROM relaxed_commit`,
     [now, limit, now.toISOString(), leaseUntil],
   );
   const r = row!;
@@ -298,7 +301,9 @@ export async function settleDuePayments(
 }
 
 export async function deleteNotifications(sql: Sql, ids: readonly number[]): Promise<void> {
-  if (ids.length > 0) await sql.query('DELETE FROM sim_notifications WHERE id = ANY($1::bigint[])', [ids]);
+  if (ids.length > 0) {
+    await sql.query(`WITH ${RELAXED_COMMIT} DELETE FROM sim_notifications WHERE (SELECT relaxed FROM relaxed_commit) IS NOT NULL AND id = ANY($1::bigint[])`, [ids]);
+  }
 }
 
 /**
@@ -314,7 +319,8 @@ export async function deleteNotifications(sql: Sql, ids: readonly number[]): Pro
  */
 export async function takeOutboundPayments(sql: Sql, orders: readonly OutboundOrder[], t: TakeTerms): Promise<Taken[]> {
   const rows = await sql.query<{ behavior: SimBehavior | null; inserted: boolean | null; existing: boolean | null; delay_ms: number | null; drop: boolean | null }>(
-    `WITH o AS MATERIALIZED (
+    `WITH ${RELAXED_COMMIT},
+     o AS MATERIALIZED (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(n int, end_to_end_id text, transaction_id text, amount bigint, payer_name text,
          payer_document text, payer_ispb text, payer_account_id bigint, receiver_key text, description text, txid text)),
      d AS MATERIALIZED (
@@ -339,6 +345,7 @@ export async function takeOutboundPayments(sql: Sql, orders: readonly OutboundOr
             s.delay_ms, s.drop_answer AS drop
        FROM d LEFT JOIN ins i ON i.end_to_end_id = d.end_to_end_id
          LEFT JOIN sim_rail_stall s ON s.id = 1
+         CROSS JOIN relaxed_commit
       ORDER BY d.n`,
     [
       JSON.stringify(orders.map((o, n) => ({ ...o, n }))),
