@@ -9,3 +9,6 @@
 -- duplicate with the original acknowledgement (it is idempotent on the end-to-end id); the
 -- simulator now keeps which one that was.
 ALTER TABLE sim_payments ADD COLUMN queued_by_protection boolean NOT NULL DEFAULT false;
+-- Payments in protection now were queued by it when taken; those it already let go cannot be told
+-- apart any more and keep answering "accepted".
+UPDATE sim_payments SET queued_by_protection = true WHERE status = 'protection';

@@ -253,7 +253,10 @@ function remember(ctx: AppContext, accounts: ReadonlyMap<number, repo.CashOutLoc
  */
 async function reserveAssumed(ctx: AppContext, items: ReserveRequest[], done: Map<ReserveRequest, BatchOutcome<Reserved>>): Promise<ReserveRequest[]> {
   const known = knownAccounts(ctx);
-  const mine = items.filter((i) => known.has(i.caller.accountId) && i.key.claim !== undefined);
+  // Whole accounts only, so that the items of one account are still decided in arrival order: an
+  // account with a key that binds with a statement of its own goes the transactional way.
+  const bindsAlone = new Set(items.filter((i) => i.key.claim === undefined).map((i) => i.caller.accountId));
+  const mine = items.filter((i) => known.has(i.caller.accountId) && !bindsAlone.has(i.caller.accountId));
   if (mine.length === 0) return items;
   const now = ctx.clock.now();
   const windows = limitWindows(now);

@@ -483,7 +483,7 @@ const RESERVE_CASH_OUTS_IF_UNCHANGED = `WITH ${CASH_OUT_ITEMS},
  *   - every item of the account was accepted: its available balance (the safe balance) still
  *     covers their debits and every window's usage still leaves room for their amounts — the
  *     checks under the locks would accept each of them, in the same order;
-    *   - else (a refusal): its available balance and its usage in every window are exactly what the
+ *   - else (a refusal): its available balance and its usage in every window are exactly what the
  *     checks saw, so a refusal (and its detail) is never made against figures that changed;
  * and, in both cases, none of its items' external_ids is taken and, with `config`, the account's
  * fee, limits and holder are still those the records were made with.

@@ -314,8 +314,8 @@ export async function deleteNotifications(sql: Sql, ids: readonly number[]): Pro
  * `timeout` takes no new order. A payment is inserted unless its end-to-end id exists (the rail
  * deduplicates; an end-to-end id twice among the orders is one order: one payment, both answered
  * with it); the stall switch is read too. `inserted`: this statement took the payment (the caller
- * wakes its engine for when it is due). `status` is the payment's status after this (inserted or
- * existing), null when there is none.
+ * wakes its engine for when it is due). `ack` is the acknowledgement the payment had when it was
+ * first taken (`queued` if protection held it then, whatever it is now), null when there is none.
  */
 export async function takeOutboundPayments(sql: Sql, orders: readonly OutboundOrder[], t: TakeTerms): Promise<Taken[]> {
   const rows = await sql.query<{ behavior: SimBehavior | null; inserted: boolean | null; existing: boolean | null; delay_ms: number | null; drop: boolean | null }>(
