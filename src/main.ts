@@ -6,11 +6,13 @@ import { openDatabase } from './db/open.js';
 import { loggerOptions, prettyDestination } from './logger.js';
 import { SHUTDOWN_TIMEOUT_MS, startServer } from './server.js';
 import { clusterCollector, startMetricsListener } from './metrics/listener.js';
+import { BACKGROUND_ENV, isWakeMessage } from './lib/clusterWakes.js';
 
 /**
  * Entry point. One process by default; with WEB_CONCURRENCY > 1 the primary migrates the database
- * once and forks that many workers, each serving HTTP and running the background workers (they
- * claim work with SKIP LOCKED, so they never double-process).
+ * once and forks that many workers, each serving HTTP; the first also runs the background loops
+ * that batch across the cluster (the others wake it through the primary), and every worker its
+ * other background workers (they claim work with SKIP LOCKED, so they never double-process).
  */
 async function main() {
   let config: Config;
@@ -33,7 +35,13 @@ async function main() {
     log.info({ workers: config.webConcurrency }, 'starting HTTP workers');
     // Local mode seeds a demo merchant on an empty database: only the first worker may, or two
     // workers race, seed twice and one dies on the second registration of the demo PIX key.
-    for (let i = 0; i < config.webConcurrency; i++) cluster.fork(i === 0 ? {} : { PIXGATE_SEED_DEMO: '0' });
+    // The first one also runs the background loops for the cluster; the others send it their
+    // wake-ups through this process (src/lib/clusterWakes.ts).
+    let background = cluster.fork({ [BACKGROUND_ENV]: '1' });
+    for (let i = 1; i < config.webConcurrency; i++) cluster.fork({ PIXGATE_SEED_DEMO: '0' });
+    cluster.on('message', (worker, message) => {
+      if (isWakeMessage(message) && worker !== background && background.isConnected()) background.send(message);
+    });
     if (config.metricsPort !== undefined) {
       await startMetricsListener(config.metricsPort, config.metricsHost, clusterCollector());
       log.info({ port: config.metricsPort, host: config.metricsHost }, 'metrics listener ready (sum over workers)');
@@ -42,7 +50,8 @@ async function main() {
     cluster.on('exit', (worker, code, signal) => {
       if (shuttingDown) return;
       log.error({ pid: worker.process.pid, code, signal }, 'worker died; starting another');
-      cluster.fork({ PIXGATE_SEED_DEMO: '0' });
+      if (worker === background) background = cluster.fork({ PIXGATE_SEED_DEMO: '0', [BACKGROUND_ENV]: '1' });
+      else cluster.fork({ PIXGATE_SEED_DEMO: '0' });
     });
     const shutdown = () => {
       shuttingDown = true;

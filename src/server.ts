@@ -4,7 +4,7 @@ import pino, { type Logger } from 'pino';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import type { AppContext } from './context.js';
-import type { Database } from './db/db.js';
+import { wakeLocal, type Database } from './db/db.js';
 import { limitConcurrency } from './db/limit.js';
 import { migrate } from './db/migrate.js';
 import { retentionWorker } from './retention/retention.js';
@@ -25,6 +25,8 @@ import { keepsLocalCredentials, localCredentialsPath, readLocalCredentials, stor
 import { railNotificationHandler } from './pix/railEvents.js';
 import { pixWorkers } from './pix/recovery.js';
 import { webhookWorkers } from './webhooks/workers.js';
+import { WAKE } from './webhooks/repository.js';
+import { runsBackgroundLoops, wakeForwarder, wakeReceiver } from './lib/clusterWakes.js';
 import { instrumentRail, Metrics } from './metrics/metrics.js';
 import { shareWithClusterPrimary, startMetricsListener } from './metrics/listener.js';
 import cluster from 'node:cluster';
@@ -91,29 +93,24 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const clock = options.clock ?? systemClock;
   const metrics = new Metrics();
   metrics.attachDatabase(db);
+  const simulator = new SimulatedRail({
+    db: db.counted('rail'), // the simulated bank's statements count apart from pixgate's own
+    institutionIspb: config.institutionIspb,
+    institutionName: INSTITUTION_NAME,
+    clock,
+    log,
+    settlementMs: config.simSettlementMs,
+    protectionMs: config.simProtectionMs,
+    seed: config.simSeed,
+    observeBatch: (name) => metrics.batchObserver(name),
+  });
   const ctx: AppContext = {
     config,
     db,
     redis,
     clock,
     log,
-    rail: instrumentRail(
-      withDeadline(
-        new SimulatedRail({
-          db: db.counted('rail'), // the simulated bank's statements count apart from pixgate's own
-          institutionIspb: config.institutionIspb,
-          institutionName: INSTITUTION_NAME,
-          clock,
-          log,
-          settlementMs: config.simSettlementMs,
-          protectionMs: config.simProtectionMs,
-          seed: config.simSeed,
-          observeBatch: (name) => metrics.batchObserver(name),
-        }),
-        config.railTimeoutMs,
-      ),
-      metrics,
-    ),
+    rail: instrumentRail(withDeadline(simulator, config.railTimeoutMs), metrics),
     institutionName: INSTITUTION_NAME,
     workers: [],
     rateCounter: redis ? new RedisFixedWindow(redis, clock) : new MemoryFixedWindow(clock),
@@ -132,12 +129,17 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   // The rail delivers its outcomes to the PIX domain; its own loops (the simulator's engine) and
   // the PIX recovery worker run with the other background workers.
   ctx.rail.onNotification(railNotificationHandler(background));
-  ctx.workers.push(...ctx.rail.workers(), ...pixWorkers(background));
+  // With WEB_CONCURRENCY > 1 one worker runs the loops that batch across the cluster (the engine,
+  // the PIX recovery, the webhook dispatcher and sender); the others send it their wake-ups
+  // (src/lib/clusterWakes.ts).
+  const backgroundLoops = runsBackgroundLoops();
+  if (backgroundLoops) ctx.workers.push(...ctx.rail.workers(), ...pixWorkers(background), ...webhookWorkers(background));
+  else ctx.workers.push(wakeForwarder(db, simulator, [WAKE.outbox]));
+  if (backgroundLoops && cluster.isWorker) ctx.workers.push(wakeReceiver((name) => wakeLocal(db, name), simulator));
   log.info(
     { sim_seed: config.simSeed, sim_seed_source: config.simSeedGenerated ? 'random' : 'SIM_SEED', settlement_ms: config.simSettlementMs, protection_ms: config.simProtectionMs },
     `rail simulator ready (SIM_SEED=${config.simSeed})`,
   );
-  ctx.workers.push(...webhookWorkers(background));
 
   const print = options.print ?? ((text: string) => process.stdout.write(text));
   let demo: DemoCredentials | null = null;

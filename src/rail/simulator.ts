@@ -111,6 +111,20 @@ export class SimulatedRail implements Rail {
     return [this.engineWorker()];
   }
 
+  /**
+   * For a process that does not run the engine (a cluster worker other than the background one,
+   * src/lib/clusterWakes.ts): the wake-ups for work it queues go to `forward` (in WAKE_STEP_MS
+   * steps), for the engine of the process that runs it.
+   */
+  forwardWakes(forward: (at: number) => void): void {
+    this.wakeEngine = (when) => forward(Math.ceil(when / WAKE_STEP_MS) * WAKE_STEP_MS);
+  }
+
+  /** A wake-up from another process for work it queued (`forwardWakes`); nothing if the engine does not run here. */
+  wake(at: number): void {
+    this.wakeEngine(at);
+  }
+
   /** Wake-ups asked for (real-time ms): work this process queued, deliveries it deferred. */
   private readonly wakes: number[] = [];
   private wakeEngine: (at: number) => void = () => {};

@@ -1,0 +1,115 @@
+import cluster from 'node:cluster';
+
+/**
+ * Wake-ups between the processes of a cluster (WEB_CONCURRENCY > 1). One worker runs the
+ * background loops that batch across the whole cluster — the rail simulator's engine (settlements
+ * and their notifications), the webhook dispatcher and sender, the PIX recovery — so that their
+ * batches hold the work of every worker instead of half of it each; the other workers serve HTTP
+ * and tell it, through the primary, when work they queued falls due (docs/decisions.md, "One
+ * background worker per cluster"). The safety nets of those loops stay: a wake-up lost with a dying
+ * process only waits for the next poll.
+ */
+
+/** What a worker sends the primary, and the primary the background worker. */
+export interface WakeMessage {
+  pixgate: 'wake';
+  /** A local wake-up channel (`wakeLocal`), or RAIL_ENGINE. */
+  name: string;
+  /** For RAIL_ENGINE: when the work falls due (real-time ms). */
+  at?: number;
+}
+
+/** The rail simulator's engine, woken for a time (`SimulatedRail.wake`). */
+export const RAIL_ENGINE = 'rail-engine';
+
+/** Set by the primary on the worker it forks to run the background loops. */
+export const BACKGROUND_ENV = 'PIXGATE_BACKGROUND';
+
+export function isWakeMessage(m: unknown): m is WakeMessage {
+  return typeof m === 'object' && m !== null && (m as { pixgate?: unknown }).pixgate === 'wake' && typeof (m as { name?: unknown }).name === 'string';
+}
+
+/** Whether this process runs the background loops: a single process, or the cluster's background worker. */
+export function runsBackgroundLoops(env: NodeJS.ProcessEnv = process.env): boolean {
+  return !cluster.isWorker || env[BACKGROUND_ENV] === '1';
+}
+
+/**
+ * A sender of wake-ups to the background worker, coalesced: a channel's wake-ups within
+ * `COALESCE_MS` leave as one message (the dispatcher spaces its runs 10 ms apart anyway), and the
+ * engine's only when the time differs from the last one sent (they come in 20 ms steps).
+ */
+export function wakeSender(send: (m: WakeMessage) => void = (m) => process.send?.(m)): { wake(name: string): void; wakeAt(name: string, at: number): void } {
+  const COALESCE_MS = 5;
+  const pending = new Set<string>();
+  const lastAt = new Map<string, number>();
+  return {
+    wake(name) {
+      if (pending.has(name)) return;
+      pending.add(name);
+      setTimeout(() => {
+        pending.delete(name);
+        send({ pixgate: 'wake', name });
+      }, COALESCE_MS).unref();
+    },
+    wakeAt(name, at) {
+      if (lastAt.get(name) === at) return;
+      lastAt.set(name, at);
+      send({ pixgate: 'wake', name, at });
+    },
+  };
+}
+
+/** What the forwarder and the receiver need of the rail simulator. */
+export interface EngineWakes {
+  forwardWakes(forward: (at: number) => void): void;
+  wake(at: number): void;
+}
+
+interface WakeDb {
+  listen(name: string, handler: (payload: string | null) => void): Promise<() => Promise<void>>;
+}
+
+/**
+ * In a worker that does not run the background loops: the engine's wake-ups and those of the local
+ * channels `channels` (written by this process's commits: `wakeLocal`) go to the background worker.
+ */
+export function wakeForwarder(db: WakeDb, engine: EngineWakes, channels: readonly string[], send?: (m: WakeMessage) => void): BackgroundWorkerLike {
+  const sender = wakeSender(send);
+  const offs: Array<() => Promise<void>> = [];
+  let started = false;
+  return {
+    name: 'cluster-wake-forwarder',
+    start() {
+      if (started) return;
+      started = true;
+      engine.forwardWakes((at) => sender.wakeAt(RAIL_ENGINE, at));
+      for (const name of channels) void db.listen(name, () => sender.wake(name)).then((off) => offs.push(off), () => {});
+    },
+    async stop() {
+      started = false;
+      await Promise.allSettled(offs.splice(0).map((off) => off()));
+    },
+  };
+}
+
+/** In the background worker of a cluster: the wake-ups the other workers send (`wakeForwarder`). */
+export function wakeReceiver(wakeLocal: (name: string) => void, engine: EngineWakes): BackgroundWorkerLike {
+  const onMessage = (m: unknown) => {
+    if (!isWakeMessage(m)) return;
+    if (m.name === RAIL_ENGINE) engine.wake(typeof m.at === 'number' ? m.at : Date.now());
+    else wakeLocal(m.name);
+  };
+  return {
+    name: 'cluster-wake-receiver',
+    start: () => void process.on('message', onMessage),
+    stop: async () => void process.off('message', onMessage),
+  };
+}
+
+/** (src/context.ts's BackgroundWorker, without importing the context here.) */
+interface BackgroundWorkerLike {
+  readonly name: string;
+  start(): void;
+  stop(): Promise<void>;
+}
