@@ -12,7 +12,7 @@ import { BACKGROUND_ENV, isWakeMessage } from './lib/clusterWakes.js';
  * Entry point. One process by default; with WEB_CONCURRENCY > 1 the primary migrates the database
  * once and forks that many workers, each serving HTTP; the first also runs the background loops
  * that batch across the cluster (the others wake it through the primary), and every worker its
- * other background workers (they claim work with SKIP LOCKED, so they never double-process).
+ * other background workers (the webhook sender among them) (they claim work with SKIP LOCKED, so they never double-process).
  */
 async function main() {
   let config: Config;

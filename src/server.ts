@@ -24,7 +24,7 @@ import { seedDemo, type DemoCredentials } from './seed.js';
 import { keepsLocalCredentials, localCredentialsPath, readLocalCredentials, storedDemo, writeLocalCredentials } from './localCredentials.js';
 import { railNotificationHandler } from './pix/railEvents.js';
 import { pixWorkers } from './pix/recovery.js';
-import { webhookWorkers } from './webhooks/workers.js';
+import { webhookSender, webhookWorkers } from './webhooks/workers.js';
 import { WAKE } from './webhooks/repository.js';
 import { runsBackgroundLoops, wakeForwarder, wakeReceiver } from './lib/clusterWakes.js';
 import { instrumentRail, Metrics } from './metrics/metrics.js';
@@ -130,11 +130,11 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   // the PIX recovery worker run with the other background workers.
   ctx.rail.onNotification(railNotificationHandler(background));
   // With WEB_CONCURRENCY > 1 one worker runs the loops that batch across the cluster (the engine,
-  // the PIX recovery, the webhook dispatcher and sender); the others send it their wake-ups
-  // (src/lib/clusterWakes.ts).
+  // the PIX recovery, the webhook dispatcher); the others send it their wake-ups
+  // (src/lib/clusterWakes.ts). Every process sends webhook deliveries.
   const backgroundLoops = runsBackgroundLoops();
   if (backgroundLoops) ctx.workers.push(...ctx.rail.workers(), ...pixWorkers(background), ...webhookWorkers(background));
-  else ctx.workers.push(wakeForwarder(db, simulator, [WAKE.outbox]));
+  else ctx.workers.push(wakeForwarder(db, simulator, [WAKE.outbox]), webhookSender(background));
   if (backgroundLoops && cluster.isWorker) ctx.workers.push(wakeReceiver((name) => wakeLocal(db, name), simulator));
   log.info(
     { sim_seed: config.simSeed, sim_seed_source: config.simSeedGenerated ? 'random' : 'SIM_SEED', settlement_ms: config.simSettlementMs, protection_ms: config.simProtectionMs },

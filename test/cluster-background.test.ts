@@ -7,7 +7,7 @@ import { startPixgate } from './helpers/process.js';
 
 /**
  * WEB_CONCURRENCY=2: one worker runs the background loops that batch across the cluster (the rail
- * simulator's engine, the webhook dispatcher and sender, the PIX recovery); the other sends it its
+ * simulator's engine, the webhook dispatcher, the PIX recovery); the other sends it its
  * wake-ups through the primary (src/lib/clusterWakes.ts). A cash-out served by either worker is
  * settled when due and its events fanned out at once — not at the loops' safety nets (5 s for the
  * engine, 10 s for the dispatcher), which is all a worker's own work would get if its wake-ups were

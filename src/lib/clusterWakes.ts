@@ -3,7 +3,7 @@ import cluster from 'node:cluster';
 /**
  * Wake-ups between the processes of a cluster (WEB_CONCURRENCY > 1). One worker runs the
  * background loops that batch across the whole cluster — the rail simulator's engine (settlements
- * and their notifications), the webhook dispatcher and sender, the PIX recovery — so that their
+ * and their notifications), the webhook dispatcher, the PIX recovery — so that their
  * batches hold the work of every worker instead of half of it each; the other workers serve HTTP
  * and tell it, through the primary, when work they queued falls due (docs/decisions.md, "One
  * background worker per cluster"). The safety nets of those loops stay: a wake-up lost with a dying

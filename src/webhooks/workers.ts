@@ -92,6 +92,15 @@ export function webhookWorkers(ctx: WorkerDeps, options: WebhookWorkerOptions = 
   return [dispatcher, sender];
 }
 
+/**
+ * A sender alone, for a cluster worker that does not run the dispatcher (src/lib/clusterWakes.ts):
+ * the fan-out's NOTIFY wakes it like any other process's, and deliveries go out from every worker
+ * (each sender keeps `concurrency` of them in flight).
+ */
+export function webhookSender(ctx: WorkerDeps, options: WebhookWorkerOptions = {}): BackgroundWorker {
+  return new DeliverySender(ctx, options);
+}
+
 class OutboxDispatcher implements BackgroundWorker {
   readonly name = 'webhook-dispatcher';
   private stopped = true;
