@@ -11,8 +11,9 @@ import { BACKGROUND_ENV, isWakeMessage } from './lib/clusterWakes.js';
 /**
  * Entry point. One process by default; with WEB_CONCURRENCY > 1 the primary migrates the database
  * once and forks that many workers, each serving HTTP; the first also runs the background loops
- * that batch across the cluster (the others wake it through the primary), and every worker its
- * other background workers (the webhook sender among them) (they claim work with SKIP LOCKED, so they never double-process).
+ * that batch across the cluster (the others wake it through the primary), every worker the other
+ * background workers, the webhook sender among them (they claim work with SKIP LOCKED, so they never
+ * double-process).
  */
 async function main() {
   let config: Config;
@@ -40,7 +41,8 @@ async function main() {
     let background = cluster.fork({ [BACKGROUND_ENV]: '1' });
     for (let i = 1; i < config.webConcurrency; i++) cluster.fork({ PIXGATE_SEED_DEMO: '0' });
     cluster.on('message', (worker, message) => {
-      if (isWakeMessage(message) && worker !== background && background.isConnected()) background.send(message);
+      // (A channel that closed meanwhile answers the callback, not an 'error' event.)
+      if (isWakeMessage(message) && worker !== background && background.isConnected()) background.send(message, () => {});
     });
     if (config.metricsPort !== undefined) {
       await startMetricsListener(config.metricsPort, config.metricsHost, clusterCollector());

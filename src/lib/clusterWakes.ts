@@ -39,7 +39,7 @@ export function runsBackgroundLoops(env: NodeJS.ProcessEnv = process.env): boole
  * `COALESCE_MS` leave as one message (the dispatcher spaces its runs 10 ms apart anyway), and the
  * engine's only when the time differs from the last one sent (they come in 20 ms steps).
  */
-export function wakeSender(send: (m: WakeMessage) => void = (m) => process.send?.(m)): { wake(name: string): void; wakeAt(name: string, at: number): void } {
+export function wakeSender(send: (m: WakeMessage) => void = (m) => void process.send?.(m, undefined, {}, () => {})): { wake(name: string): void; wakeAt(name: string, at: number): void } {
   const COALESCE_MS = 5;
   const pending = new Set<string>();
   const lastAt = new Map<string, number>();
