@@ -137,7 +137,14 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   else ctx.workers.push(wakeForwarder(db, simulator, [WAKE.outbox]), webhookSender(background));
   if (backgroundLoops && cluster.isWorker) ctx.workers.push(wakeReceiver((name) => wakeLocal(db, name), simulator));
   log.info(
-    { sim_seed: config.simSeed, sim_seed_source: config.simSeedGenerated ? 'random' : 'SIM_SEED', settlement_ms: config.simSettlementMs, protection_ms: config.simProtectionMs },
+    {
+      sim_seed: config.simSeed,
+      sim_seed_source: config.simSeedGenerated ? 'random' : 'SIM_SEED',
+      settlement_ms: config.simSettlementMs,
+      protection_ms: config.simProtectionMs,
+      // Whether this process runs the cluster's background loops (false: it wakes the one that does).
+      background_loops: backgroundLoops,
+    },
     `rail simulator ready (SIM_SEED=${config.simSeed})`,
   );
 

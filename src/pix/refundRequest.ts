@@ -49,6 +49,10 @@ export function parseRefund(body: unknown): RefundRequest {
   }
   const id = b[idField];
   if (typeof id !== 'string' || id.trim() === '' || id.length > 64) add(idField, 'must be a transaction id or an end-to-end id');
+  // The aliases after the one that wins are not read, but each is still a string (or null) when sent.
+  for (const k of ORIGINAL_ID_ALIASES) {
+    if (k !== idField && b[k] !== undefined && b[k] !== null && typeof b[k] !== 'string') add(k, 'must be a transaction id or an end-to-end id');
+  }
 
   let amountCents: number | null = null;
   if (b.amount !== undefined && b.amount !== null) {

@@ -209,6 +209,9 @@ describe.each(BACKENDS)('POST /pix/refund and GET /pix/refund/:id on %s', (backe
       [{ description: 'x'.repeat(141) }, { description: ['is too long (maximum is 140 characters)'] }],
       [{ reason: 42 }, { reason: ['must be a return code of 1 to 35 characters'] }],
       [{ motivo: 'x' }, { motivo: ['is not a permitted field'] }],
+      // An alias the first one outranks is not read, but it must still be a string (the fuzzer's find).
+      [{ transaction_id: 1 }, { transaction_id: ['must be a transaction id or an end-to-end id'] }],
+      [{ end_to_end_id: { id: 'E1' } }, { end_to_end_id: ['must be a transaction id or an end-to-end id'] }],
     ];
     for (const [extra, fields] of cases) {
       const res = await m.client.post('/pix/refund', { original_transaction_id: original.transaction_id, ...extra });
