@@ -95,7 +95,8 @@ export class StatementCounts {
  * several pixgate databases as schemas of one PostgreSQL database, and LISTEN/NOTIFY channels are
  * database-wide, so the schema keeps them apart.
  */
-export const CHANNEL_SQL = `current_schema() || '__' || $1`;
+export const channelSql = (nameParam: string) => `current_schema() || '__' || ${nameParam}`;
+export const CHANNEL_SQL = channelSql('$1');
 
 /** The full channel name of `name` in `schema` (names are lower-case identifiers: [a-z0-9_]). */
 export function channelName(schema: string, name: string): string {

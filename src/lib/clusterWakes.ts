@@ -1,4 +1,6 @@
 import cluster from 'node:cluster';
+import type { BackgroundWorker } from '../context.js';
+import type { Database } from '../db/db.js';
 
 /**
  * Wake-ups between the processes of a cluster (WEB_CONCURRENCY > 1). One worker runs the
@@ -66,15 +68,11 @@ export interface EngineWakes {
   wake(at: number): void;
 }
 
-interface WakeDb {
-  listen(name: string, handler: (payload: string | null) => void): Promise<() => Promise<void>>;
-}
-
 /**
  * In a worker that does not run the background loops: the engine's wake-ups and those of the local
  * channels `channels` (written by this process's commits: `wakeLocal`) go to the background worker.
  */
-export function wakeForwarder(db: WakeDb, engine: EngineWakes, channels: readonly string[], send?: (m: WakeMessage) => void): BackgroundWorkerLike {
+export function wakeForwarder(db: Pick<Database, 'listen'>, engine: EngineWakes, channels: readonly string[], send?: (m: WakeMessage) => void): BackgroundWorker {
   const sender = wakeSender(send);
   const offs: Array<() => Promise<void>> = [];
   let started = false;
@@ -94,7 +92,7 @@ export function wakeForwarder(db: WakeDb, engine: EngineWakes, channels: readonl
 }
 
 /** In the background worker of a cluster: the wake-ups the other workers send (`wakeForwarder`). */
-export function wakeReceiver(wakeLocal: (name: string) => void, engine: EngineWakes): BackgroundWorkerLike {
+export function wakeReceiver(wakeLocal: (name: string) => void, engine: EngineWakes): BackgroundWorker {
   const onMessage = (m: unknown) => {
     if (!isWakeMessage(m)) return;
     if (m.name === RAIL_ENGINE) engine.wake(typeof m.at === 'number' ? m.at : Date.now());
@@ -105,11 +103,4 @@ export function wakeReceiver(wakeLocal: (name: string) => void, engine: EngineWa
     start: () => void process.on('message', onMessage),
     stop: async () => void process.off('message', onMessage),
   };
-}
-
-/** (src/context.ts's BackgroundWorker, without importing the context here.) */
-interface BackgroundWorkerLike {
-  readonly name: string;
-  start(): void;
-  stop(): Promise<void>;
 }

@@ -286,8 +286,7 @@ async function reserveAssumed(ctx: AppContext, items: ReserveRequest[], done: Ma
     ctx.log.debug({ err }, 'cash-out batch decided on a read instead');
     return items;
   }
-  const byId = new Map(written.rows.map((r) => [r.id, r]));
-  const rows = decided.accepted.map((a) => byId.get(a.record.id));
+  const rows = decided.rowsOf(written.rows);
   const position = new Map(mine.map((item, i) => [item, i]));
   const rest: ReserveRequest[] = [];
   for (const item of items) {
@@ -324,8 +323,7 @@ async function reserveUnlocked(ctx: AppContext, items: ReserveRequest[]): Promis
       checked,
     );
   }
-  const byId = new Map(written.rows.map((r) => [r.id, r]));
-  const rows = decided.accepted.map((a) => byId.get(a.record.id));
+  const rows = decided.rowsOf(written.rows);
   const done = new Map<ReserveRequest, BatchOutcome<Reserved>>();
   const again: ReserveRequest[] = [];
   for (const [i, item] of items.entries()) {
@@ -405,6 +403,8 @@ interface Decided {
   refused(i: number): boolean;
   /** Whether item `i` is a new record of this batch (not refused, not a repeat). */
   created(i: number): boolean;
+  /** The written rows (any order, some accepted records possibly not written) by position in `accepted`, for `answer`. */
+  rowsOf(written: readonly OwnedTransaction[]): (OwnedTransaction | undefined)[];
 }
 
 /**
@@ -489,6 +489,10 @@ function decide(ctx: AppContext, items: readonly ReserveRequest[], accounts: Map
     created: (i) => {
       const o = outcome[i]!;
       return 'accepted' in o && o.accepted >= 0;
+    },
+    rowsOf(written) {
+      const byId = new Map(written.map((r) => [r.id, r]));
+      return accepted.map((a) => byId.get(a.record.id));
     },
     answer(i, rows) {
       const o = outcome[i]!;

@@ -1,4 +1,4 @@
-import { notify, PLAN_EACH_RUN, type Sql } from '../db/db.js';
+import { channelSql, notify, PLAN_EACH_RUN, type Sql } from '../db/db.js';
 
 /** SQL of the webhooks domain: registrations, fan-out of the outbox, delivery claims and results. */
 
@@ -223,8 +223,8 @@ const DISPATCH_OUTBOX = `${PLAN_EACH_RUN}WITH claimed AS (
               (SELECT count(*) FROM inserted)::int AS deliveries,
               (SELECT count(*) FROM inserted WHERE NOT ready)::int AS followers)
      SELECT c.names, c.deliveries, c.followers,
-            CASE WHEN c.names IS NOT NULL THEN pg_notify(current_schema() || '__' || $4, '') END AS events_notified,
-            CASE WHEN c.deliveries > 0 THEN pg_notify(current_schema() || '__' || $5, '') END AS deliveries_notified
+            CASE WHEN c.names IS NOT NULL THEN pg_notify(${channelSql('$4')}, '') END AS events_notified,
+            CASE WHEN c.deliveries > 0 THEN pg_notify(${channelSql('$5')}, '') END AS deliveries_notified
        FROM counts c`;
 
 /** Runs the fan-out (`DISPATCH_OUTBOX`) for up to `limit` events. */

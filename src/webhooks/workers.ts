@@ -9,12 +9,13 @@ import { Waker, wakeOn } from '../lib/wakeable.js';
 import { WAKE } from './repository.js';
 
 /**
- * The delivery engine: two background workers per process.
+ * The delivery engine: two background workers per process (with WEB_CONCURRENCY > 1 the dispatcher
+ * runs in the cluster's background worker only, src/lib/clusterWakes.ts; the sender everywhere).
  *
  *   webhook-dispatcher  fans new outbox events out to one delivery per matching webhook
  *                       (one statement per batch, taken out of outbox_pending with SKIP LOCKED);
- *                       every few seconds it
- *                       also repairs subject queues whose head finished unnoticed
+ *                       every few seconds it also repairs subject queues whose head finished
+ *                       unnoticed
  *   webhook-sender      claims due deliveries (SKIP LOCKED + a lease), POSTs them, records every
  *                       attempt and schedules retries
  *
