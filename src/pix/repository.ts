@@ -235,7 +235,7 @@ function cashOutStateSql(lock: boolean): string {
 const LOCK_FOR_CASH_OUTS = cashOutStateSql(true);
 const READ_FOR_CASH_OUTS = cashOutStateSql(false);
 
-/** The limit windows as the statements of step 1 take them (`$2` kinds, `$3` starts). */
+/** The limit windows as the reads of step 1 take them (`$2` kinds, `$3` starts). */
 function windowParams(windows: readonly UsageWindow[]): [string[], Date[]] {
   return [windows.map((w) => w.kind), windows.map((w) => w.start)];
 }
@@ -315,15 +315,29 @@ const CASH_OUT_ITEMS = `items AS MATERIALIZED (
          recipient_ispb text, request_fingerprint text, metadata jsonb, created_at timestamptz, claim_id bigint, claim_token uuid))`;
 
 /**
+ * The limit windows of a batch (`$2`, `cashOutWindowsJson`) as the writing statements take them.
+ * A jsonb row set, not arrays: the planner estimates it the same whatever it holds (as `items`),
+ * so a custom plan is never cheaper than the generic one and PostgreSQL keeps the generic plan of
+ * the prepared statement instead of planning it again on every run — with `unnest` of arrays a
+ * custom plan knew the windows' exact count and looked cheaper, and planning the reserve
+ * statement took 1.2 ms of each run's 4.6 (docs/decisions.md, "Generic plans for step 1").
+ */
+const CASH_OUT_WINDOWS = `windows AS MATERIALIZED (SELECT * FROM jsonb_to_recordset($2::jsonb) AS w(kind text, start timestamptz))`;
+
+function cashOutWindowsJson(windows: readonly UsageWindow[]): string {
+  return JSON.stringify(windows.map((w) => ({ kind: w.kind, start: w.start.toISOString() })));
+}
+
+/**
  * The writes of step 1 for the cash-outs of the CTE `source` (the shape of `items`), with the
- * limit windows in `$2`/`$3`: the usage windows counted (each account's sum), the records, one
+ * limit windows of the CTE `windows`: the usage windows counted (each account's sum), the records, one
  * ledger transaction available -> pending (amount + fee) per record, and each Idempotency-Key
  * bound to its record (CTEs usage, records, lt, entries, bound).
  */
 function cashOutWrites(source: string): string {
   return `usage AS (
        INSERT INTO cash_out_usage (account_id, window_kind, window_start, amount)
-       SELECT i.account_id, w.kind, w.start, sum(i.amount) FROM ${source} i CROSS JOIN unnest($2::text[], $3::timestamptz[]) AS w(kind, start)
+       SELECT i.account_id, w.kind, w.start, sum(i.amount) FROM ${source} i CROSS JOIN windows w
         GROUP BY i.account_id, w.kind, w.start ORDER BY i.account_id, w.kind
        ON CONFLICT (account_id, window_kind, window_start) DO UPDATE SET amount = cash_out_usage.amount + EXCLUDED.amount
        RETURNING 1),
@@ -363,6 +377,7 @@ function ownedRows(items: readonly NewCashOut[], rows: readonly WrittenRow[]): O
 }
 
 const INSERT_CASH_OUTS = `WITH ${CASH_OUT_ITEMS},
+     ${CASH_OUT_WINDOWS},
      ${cashOutWrites('items')}
      SELECT r.*, i.n, (SELECT array_agg(id) FROM bound) AS bound, (SELECT count(*) FROM entries)::int AS entry_count
        FROM records r JOIN items i ON i.id = r.id ORDER BY i.n`;
@@ -378,7 +393,7 @@ export async function insertCashOuts(
   items: readonly NewCashOut[],
   windows: readonly UsageWindow[],
 ): Promise<{ rows: OwnedTransaction[]; bound: Set<number> }> {
-  const rows = await tx.query<WrittenRow & { bound: number[] | null; entry_count: number }>(INSERT_CASH_OUTS, [cashOutItemsJson(items), ...windowParams(windows)]);
+  const rows = await tx.query<WrittenRow & { bound: number[] | null; entry_count: number }>(INSERT_CASH_OUTS, [cashOutItemsJson(items), cashOutWindowsJson(windows)]);
   if (rows.length !== items.length || rows[0]!.entry_count !== 2 * items.length) {
     throw new Error(`cash-out batch: ${rows.length} records written for ${items.length}`);
   }
@@ -422,15 +437,16 @@ export type CashOutAccountConfig = Pick<
 >;
 
 const RESERVE_CASH_OUTS_IF_UNCHANGED = `WITH ${CASH_OUT_ITEMS},
+     ${CASH_OUT_WINDOWS},
      checked AS MATERIALIZED (
-       SELECT * FROM jsonb_to_recordset($4::jsonb) AS c(account_id bigint, exact boolean, available bigint, usage jsonb, debit bigint, caps jsonb, config jsonb)),
+       SELECT * FROM jsonb_to_recordset($3::jsonb) AS c(account_id bigint, exact boolean, available bigint, usage jsonb, debit bigint, caps jsonb, config jsonb)),
      locked AS MATERIALIZED (
        SELECT account_id, book, balance FROM ledger_accounts
         WHERE account_id IN (SELECT account_id FROM checked) ORDER BY id FOR UPDATE),
      used AS MATERIALIZED (
        SELECT u.account_id, u.window_kind, u.amount FROM cash_out_usage u
         WHERE u.account_id IN (SELECT account_id FROM locked)
-          AND (u.window_kind, u.window_start) IN (SELECT * FROM unnest($2::text[], $3::timestamptz[]))
+          AND (u.window_kind, u.window_start) IN (SELECT kind, start FROM windows)
         ORDER BY u.account_id, u.window_kind FOR UPDATE),
      claims AS MATERIALIZED (
        SELECT i.account_id, (k.owner_token = i.claim_token AND k.status = 'in_progress' AND k.resource_id IS NULL) AS owned
@@ -441,7 +457,7 @@ const RESERVE_CASH_OUTS_IF_UNCHANGED = `WITH ${CASH_OUT_ITEMS},
          CROSS JOIN LATERAL (SELECT (SELECT l.balance FROM locked l WHERE l.account_id = c.account_id AND l.book = 'available') AS available) b
         WHERE CASE WHEN c.exact THEN b.available = c.available ELSE b.available >= c.debit END
           AND NOT EXISTS (
-            SELECT 1 FROM unnest($2::text[]) AS w(kind)
+            SELECT 1 FROM windows w
              CROSS JOIN LATERAL (SELECT COALESCE((SELECT u.amount FROM used u WHERE u.account_id = c.account_id AND u.window_kind = w.kind), 0) AS sent) n
              WHERE CASE WHEN c.exact THEN n.sent <> COALESCE((c.usage ->> w.kind)::bigint, 0) ELSE n.sent > (c.caps ->> w.kind)::bigint END)
           AND NOT EXISTS (SELECT 1 FROM claims k WHERE k.account_id = c.account_id AND NOT k.owned)
@@ -504,7 +520,7 @@ export async function reserveCashOutsIfUnchanged(
 ): Promise<{ rows: OwnedTransaction[]; unchanged: Set<number> }> {
   const rows = await sql.query<WrittenRow & { unchanged: number[] | null; asserted: boolean }>(RESERVE_CASH_OUTS_IF_UNCHANGED, [
     cashOutItemsJson(items),
-    ...windowParams(windows),
+    cashOutWindowsJson(windows),
     JSON.stringify(checked),
   ]);
   const unchanged = new Set((rows[0]?.unchanged ?? []).map(Number));

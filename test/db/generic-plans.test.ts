@@ -1,0 +1,107 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Database } from '../../src/db/db.js';
+import { migrate } from '../../src/db/migrate.js';
+import { openPostgres } from '../../src/db/postgres.js';
+import { systemClock } from '../../src/lib/clock.js';
+import { createMerchant, deposit } from '../../src/merchants/service.js';
+import * as repo from '../../src/pix/repository.js';
+
+/**
+ * Issue 12: the prepared statement of step 1 of a cash-out batch (`reserveCashOutsIfUnchanged`,
+ * the statement of every batch of known accounts) runs on PostgreSQL's generic plan after its
+ * first runs instead of being planned again on every run — planning it took 1.2 ms of each run's
+ * 4.6 ms when its limit windows were arrays, whose length a custom plan knows (docs/decisions.md,
+ * "Generic plans for step 1"). Read from pg_prepared_statements of the pool's only connection
+ * (PostgreSQL only: PGlite's adapter prepares nothing, so every run there is planned anyway).
+ */
+const url = process.env.TEST_DATABASE_URL;
+const ACCOUNTS = 13;
+
+describe.skipIf(!url)('plans of step 1 on postgres', () => {
+  let db: Database;
+  const schema = `t_${randomBytes(6).toString('hex')}`;
+  beforeAll(async () => {
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    await admin.query(`CREATE SCHEMA ${schema}`);
+    await admin.end();
+    db = await openPostgres({ url: url!, schema, max: 1 });
+    await migrate(db);
+  });
+  afterAll(async () => {
+    await db?.close();
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+    await admin.end();
+  });
+
+  it('the reserve statement is planned for its first runs only, then runs its generic plan', async () => {
+    const accounts = [];
+    for (let a = 0; a < ACCOUNTS; a++) {
+      const { merchant, account } = await createMerchant(db, { name: `Loja Plano ${a}`, document: '11222333000181' });
+      await deposit(db, systemClock, { accountId: account.id, amountCents: 1_000_000 });
+      accounts.push({
+        merchantId: merchant.id,
+        accountId: account.id,
+        // As remembered from an earlier read (the path of known accounts).
+        config: {
+          merchant_id: merchant.id,
+          cash_out_fee_cents: account.cash_out_fee_cents,
+          cash_out_max_amount_cents: account.cash_out_max_amount_cents,
+          cash_out_daily_limit_cents: account.cash_out_daily_limit_cents,
+          cash_out_nighttime_limit_cents: account.cash_out_nighttime_limit_cents,
+          holder_name: merchant.name,
+          holder_document: merchant.document,
+        },
+      });
+    }
+    // An account's history of limit windows (one row per day it sent something), and statistics
+    // as autovacuum keeps them on a live database.
+    await db.query(
+      `INSERT INTO cash_out_usage (account_id, window_kind, window_start, amount)
+       SELECT a.id, 'day', now() - make_interval(days => d), 100 FROM accounts a CROSS JOIN generate_series(1, 2000) d`,
+    );
+    await db.query(`ANALYZE`);
+    const now = new Date();
+    const windows: repo.UsageWindow[] = [{ kind: 'day', start: new Date(now.getTime() - 60_000) }];
+    const runs = 10;
+    for (let run = 0; run < runs; run++) {
+      // Batches of 4 to 13 cash-outs, one per account, as under load: a custom plan would see
+      // each batch's own sizes.
+      const batch = accounts.slice(0, 4 + (run % 10));
+      const items: repo.NewCashOut[] = batch.map(({ merchantId, accountId }, k) => ({
+        id: randomUUID(),
+        account_id: accountId,
+        merchant_id: merchantId,
+        transaction_id: `PLAN${run}x${k}${randomBytes(4).toString('hex')}`,
+        end_to_end_id: `E00000000${Date.now()}${run}${k}`.slice(0, 32),
+        external_id: `plan-${run}-${k}`,
+        amount: 100,
+        fee_amount: 0,
+        description: '',
+        counterparty_name: 'Receiver',
+        recipient_key: 'receiver@example.com',
+        recipient_key_type: 'email',
+        recipient_document: '52998224725',
+        recipient_ispb: '18236120',
+        request_fingerprint: 'f'.repeat(64),
+        metadata: {},
+        created_at: now,
+        claim: null,
+      }));
+      const checked: repo.CheckedAccount[] = batch.map(({ accountId, config }) => ({ account_id: accountId, exact: false, debit: 100, caps: { day: 1e12 }, config }));
+      const written = await repo.reserveCashOutsIfUnchanged(db, items, windows, checked);
+      expect(written.unchanged).toEqual(new Set(batch.map((b) => b.accountId)));
+      expect(written.rows.map((r) => r.transaction_id)).toEqual(items.map((i) => i.transaction_id));
+    }
+    const [plans] = await db.query<{ generic_plans: number; custom_plans: number }>(
+      `SELECT generic_plans::int, custom_plans::int FROM pg_prepared_statements WHERE statement LIKE '%checked AS MATERIALIZED%'`,
+    );
+    // PostgreSQL plans the first five runs for their parameters, then compares; a custom plan
+    // that is never cheaper than the generic one stops being made.
+    expect(plans).toEqual({ custom_plans: 5, generic_plans: runs - 5 });
+  });
+});
