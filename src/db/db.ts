@@ -137,6 +137,12 @@ export function localWakesFor(sql: Sql, dispatch: (name: string) => void): void 
   localWakes.set(sql, dispatch);
 }
 
+/** For views of a Database (src/db/limit.ts): `wakeLocal(view, name)` wakes what `wakeLocal(db, name)` does. */
+export function shareLocalWakes(db: Sql, view: Sql): void {
+  const dispatch = localWakes.get(db);
+  if (dispatch) localWakes.set(view, dispatch);
+}
+
 /** Bookkeeping of listeners shared by both drivers: channel name -> handlers. */
 export class ListenerSet {
   private readonly handlers = new Map<string, Set<(payload: string | null) => void>>();

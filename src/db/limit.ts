@@ -1,4 +1,4 @@
-import type { Database } from './db.js';
+import { shareLocalWakes, type Database } from './db.js';
 
 /**
  * A view of `db` that holds at most `max` connections at once: each query and each transaction
@@ -32,16 +32,22 @@ export function limitConcurrency(db: Database, max: number): Database {
       release();
     }
   };
-  const view = (db: Database): Database => ({
-    dialect: db.dialect,
-    query: (text, params) => limited(() => db.query(text, params)),
-    exec: (script) => limited(() => db.exec(script)),
-    transaction: (fn) => limited(() => db.transaction(fn)),
-    ping: () => db.ping(),
-    listen: (name, handler) => db.listen(name, handler),
-    statements: () => db.statements(),
-    counted: (source) => view(db.counted(source)), // the same permits, counted under `source`
-    close: () => db.close(),
-  });
+  const view = (db: Database): Database => {
+    const limitedView: Database = {
+      dialect: db.dialect,
+      query: (text, params) => limited(() => db.query(text, params)),
+      exec: (script) => limited(() => db.exec(script)),
+      transaction: (fn) => limited(() => db.transaction(fn)),
+      ping: () => db.ping(),
+      listen: (name, handler) => db.listen(name, handler),
+      statements: () => db.statements(),
+      counted: (source) => view(db.counted(source)), // the same permits, counted under `source`
+      close: () => db.close(),
+    };
+    // A statement run on the view wakes this process's listeners as one run on `db` does
+    // (`wakeLocal`: the webhook dispatcher after a settlement written outside a transaction).
+    shareLocalWakes(db, limitedView);
+    return limitedView;
+  };
   return view(db);
 }

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { notify } from '../../src/db/db.js';
+import { notify, wakeLocal } from '../../src/db/db.js';
+import { limitConcurrency } from '../../src/db/limit.js';
 import { BACKENDS, openTestDatabase, type TestDatabase } from '../helpers/db.js';
 
 const waitFor = async (check: () => boolean, ms = 5_000) => {
@@ -42,6 +43,21 @@ describe.each(BACKENDS)('LISTEN/NOTIFY (%s)', (backend) => {
     await notify(t.db, 'test_channel', 'after unlisten');
     await new Promise((r) => setTimeout(r, 100));
     expect(got).toEqual(['one', 'two']);
+  });
+
+  it('wakeLocal on the background view of the database wakes this process as on the database (outside a transaction: at once; inside: at commit)', async () => {
+    t = await openTestDatabase(backend);
+    const got: (string | null)[] = [];
+    await t.db.listen('test_wake', (p) => got.push(p));
+    const background = limitConcurrency(t.db.counted('background'), 2);
+    // A statement outside a transaction has committed: the wake-up is dispatched at once, no NOTIFY.
+    wakeLocal(background, 'test_wake');
+    expect(got).toEqual(['']);
+    await background.transaction(async (tx) => {
+      wakeLocal(tx, 'test_wake');
+      expect(got).toEqual(['']); // not before COMMIT
+    });
+    expect(got).toEqual(['', '']);
   });
 
   it.runIf(backend === 'postgres')('keeps schemas apart and tells handlers `null` after the listening connection is lost', async () => {
