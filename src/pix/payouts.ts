@@ -64,21 +64,24 @@ export async function onPaymentHeld(tx: Sql, ctx: AppContext, n: Of<'payment.hel
 }
 
 /**
- * The `payment.settled` notifications of one delivery batch (or one alone: a batch of one), in the
- * caller's transaction (issue 12), in two statements for all of them. The records are locked first
- * (`repo.lockCashOutsForSettlement`), then one statement records the notification ids in rail_inbox
- * and, for those that were new, writes the ledger transactions (pending -> central bank + fees),
- * the records settled (stage 3) and their events (`repo.settleCashOuts`). The books are taken last,
- * by the ledger's running balance in that statement, in ledger-account id order (the lock order of
- * every money movement): a settlement only gives back what its own reservation put in `pending`
- * and reads no balance, so the account lock every cash-out of the account needs is held only for
- * the write and the COMMIT. No deadlock with the books-then-record order of the other paths: those
- * touch a cash-out's record only while it is at stage 1 or failed, never while the rail settles it
- * (and a deadlock would be retried).
+ * The `payment.settled` notifications of one delivery batch (or one alone: a batch of one), in two
+ * statements for all of them and no transaction (issue 12): the records read without locks
+ * (`repo.readCashOutsForSettlement`: what their events say), then one statement records the
+ * notification ids in rail_inbox and, for those that were new, locks the records, and settles each
+ * one not settled yet as of its lock: ledger transaction (pending -> central bank + fees), record
+ * (stage 3), events — `pix.payout.processing` first for a record still at stage 1 then
+ * (`repo.settleCashOuts`). The books are taken last, by the ledger's running balance in that
+ * statement, in ledger-account id order (the lock order of every money movement): a settlement
+ * only gives back what its own reservation put in `pending` and reads no balance, so the account
+ * lock every cash-out of the account needs is held only while that statement runs and commits —
+ * no round trip of this process in between. No deadlock with the books-then-record order of the
+ * other paths: those touch a cash-out's record only while it is at stage 1 or failed, never while
+ * the rail settles it (and a deadlock would be retried). `sql` may be a transaction: the
+ * statements then commit with it.
  */
-export async function onPaymentsSettled(tx: Sql, ctx: AppContext, notifications: readonly Of<'payment.settled'>[]): Promise<void> {
+export async function onPaymentsSettled(sql: Sql, ctx: AppContext, notifications: readonly Of<'payment.settled'>[]): Promise<void> {
   const unique = [...new Map(notifications.map((n) => [n.id, n])).values()];
-  const rows = await repo.lockCashOutsForSettlement(tx, unique.map((n) => n.endToEndId));
+  const rows = await repo.readCashOutsForSettlement(sql, unique.map((n) => n.endToEndId));
   const byEndToEndId = new Map(rows.map((r) => [r.end_to_end_id, r]));
   const settling = new Set<string>();
   const items: repo.CashOutSettlement[] = [];
@@ -87,19 +90,17 @@ export async function onPaymentsSettled(tx: Sql, ctx: AppContext, notifications:
     if (!row || row.stage === 3 || settling.has(row.id)) continue;
     settling.add(row.id);
     addMoney(row.amount, row.fee_amount); // in range (it was reserved)
-    const confirmed = 'pix.payout.confirmed';
     items.push({
       notificationId: n.id,
       row,
       settledAt: n.settledAt,
-      events: [
-        // As announceAcceptance: a settlement that overtook the acknowledgement of the order.
-        ...(row.stage === 1 ? [{ event: 'pix.payout.processing', body: outboxBody('pix.payout.processing', payoutBody(row)) }] : []),
-        { event: confirmed, body: outboxBody(confirmed, { ...payoutBody(row), settled_at: n.settledAt.toISOString() }) },
-      ],
+      // As announceAcceptance: for a settlement that overtook the acknowledgement of the order
+      // (written only if the record is at stage 1 as of the statement's lock).
+      processing: outboxBody('pix.payout.processing', payoutBody(row)),
+      confirmed: outboxBody('pix.payout.confirmed', { ...payoutBody(row), settled_at: n.settledAt.toISOString() }),
     });
   }
-  const fresh = await repo.settleCashOuts(tx, unique.map((n) => n.id), items, ctx.clock.now());
+  const fresh = await repo.settleCashOuts(sql, unique.map((n) => n.id), items, ctx.clock.now());
   for (const n of unique) {
     if (fresh.has(n.id) && !byEndToEndId.has(n.endToEndId)) ctx.log.warn({ end_to_end_id: n.endToEndId }, 'rail notification for an unknown payout ignored');
   }

@@ -11,7 +11,7 @@ import { recordNotification } from './repository.js';
 
 /**
  * The service's handler of rail notifications. Each notification is applied in one database
- * transaction together with its id in `rail_inbox`, so a redelivery (the rail delivers at least
+ * transaction (settlements: in one statement) together with its id in `rail_inbox`, so a redelivery (the rail delivers at least
  * once) finds the id and does nothing; the per-record state checks of the handlers are a second
  * guard. A notification that leaves an order for the rail (an accepted infraction's return) sends
  * it after that transaction committed — never inside it; if sending fails, the recovery worker
@@ -20,7 +20,7 @@ import { recordNotification } from './repository.js';
 export function railNotificationHandler(ctx: AppContext): NotificationHandler {
   const one = async (n: RailNotification): Promise<void> => {
     // A settlement is applied as a batch of one: its own statement records it in rail_inbox.
-    if (n.kind === 'payment.settled') return ctx.db.transaction((tx) => payouts.onPaymentsSettled(tx, ctx, [n]));
+    if (n.kind === 'payment.settled') return payouts.onPaymentsSettled(ctx.db, ctx, [n]);
     const medRefund = await ctx.db.transaction(async (tx): Promise<OwnedTransaction | null> => {
       if (!(await recordNotification(tx, n.id, n.kind))) return null;
       switch (n.kind) {
@@ -77,9 +77,9 @@ type Settled = Extract<RailNotification, { kind: 'payment.settled' }>;
 
 /**
  * A delivery batch of the rail (at most one notification per subject, so their order does not
- * matter between them): the `payment.settled` ones applied together in one transaction
+ * matter between them): the `payment.settled` ones applied together by one statement
  * (`payouts.onPaymentsSettled`: one commit for all the settlements of the batch instead of one
- * each), every other kind one by one as before, concurrently. If the settlements' transaction
+ * each), every other kind one by one as before, concurrently. If the settlements' statement
  * fails, they are applied one by one, so one bad notification never blocks the others: each
  * answers with its own outcome (a failed one is delivered again later by the rail).
  */
@@ -98,7 +98,7 @@ async function handleBatch(ctx: AppContext, one: (n: RailNotification) => Promis
   const together = async () => {
     if (settled.length === 0) return;
     try {
-      await ctx.db.transaction((tx) => payouts.onPaymentsSettled(tx, ctx, settled));
+      await payouts.onPaymentsSettled(ctx.db, ctx, settled);
       for (const n of settled) outcomes.set(n, { ok: true, value: undefined });
     } catch (err) {
       ctx.log.warn({ err, notifications: settled.length }, 'settlement batch failed; applying its notifications one by one');

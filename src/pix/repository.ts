@@ -615,44 +615,89 @@ export async function findByEndToEndIdLockingCashOutAccount(tx: Sql, endToEndId:
   return rest;
 }
 
-// ---- settlements of a delivery batch in one transaction (issue 12) ----
+// ---- settlements of a delivery batch in one statement (issue 12) ----
 
 /**
- * The cash-outs with these end-to-end ids locked for their settlement (FOR UPDATE, in id order,
- * each read as of its lock), in one statement. Their accounts' books are not locked here: the
- * write (`settleCashOuts`) takes them, in ledger-account id order, so that they are held only
- * for that statement and the COMMIT — on busy accounts the cash-outs' reserve batches queue on
- * those same rows.
+ * The cash-outs with these end-to-end ids, as of a read without locks: what their settlement's
+ * events say (`payoutBody` reads only what a cash-out never changes). `settleCashOuts` locks
+ * them and takes their stage as of its lock.
  */
-export async function lockCashOutsForSettlement(tx: Sql, endToEndIds: readonly string[]): Promise<OwnedTransaction[]> {
-  return tx.query<OwnedTransaction>(
+export async function readCashOutsForSettlement(sql: Sql, endToEndIds: readonly string[]): Promise<OwnedTransaction[]> {
+  return sql.query<OwnedTransaction>(
     `SELECT t.*, a.merchant_id FROM transactions t JOIN accounts a ON a.id = t.account_id
-      WHERE t.end_to_end_id = ANY($1::text[]) AND t.kind = 'cash_out'
-      ORDER BY t.id FOR UPDATE OF t`,
+      WHERE t.end_to_end_id = ANY($1::text[]) AND t.kind = 'cash_out'`,
     [endToEndIds],
   );
 }
 
-/** A cash-out to settle in `settleCashOuts`, its record locked and not yet at stage 3. */
+/** A cash-out to settle in `settleCashOuts`, read by `readCashOutsForSettlement`. */
 export interface CashOutSettlement {
   /** The rail notification that settles it: applied only if its id is new in rail_inbox. */
   notificationId: string;
   row: OwnedTransaction;
   settledAt: Date;
-  /** Outbox events to write, in order (`pix.payout.processing` first for a record still at stage 1). */
-  events: { event: string; body: Record<string, unknown> }[];
+  /** The outbox body of `pix.payout.processing`, written first if the record is still at stage 1. */
+  processing: Record<string, unknown>;
+  /** The outbox body of `pix.payout.confirmed`. */
+  confirmed: Record<string, unknown>;
 }
 
+const SETTLE_CASH_OUTS = `WITH ins AS (
+       INSERT INTO rail_inbox (notification_id, kind) SELECT id, 'payment.settled' FROM unnest($1::text[]) AS x(id)
+       ON CONFLICT (notification_id) DO NOTHING RETURNING notification_id),
+     items AS MATERIALIZED (
+       SELECT i.* FROM jsonb_to_recordset($2::jsonb) AS i(n int, notification_id text, id uuid, transaction_id text, account_id bigint,
+         merchant_id bigint, amount bigint, fee_amount bigint, settled_at timestamptz, processing jsonb, confirmed jsonb)
+        WHERE i.notification_id IN (SELECT notification_id FROM ins)),
+     -- The records locked in id order, one probe of the primary key each, each as of its lock.
+     locked AS MATERIALIZED (
+       SELECT l.id, l.stage FROM (SELECT id FROM items ORDER BY id) i
+        CROSS JOIN LATERAL (SELECT r.id, r.stage FROM transactions r WHERE r.id = i.id FOR UPDATE) l),
+     -- A record settled meanwhile is left alone; one still at stage 1 announces its acceptance first.
+     ok AS MATERIALIZED (
+       SELECT i.*, l.stage FROM items i JOIN locked l ON l.id = i.id WHERE l.stage < 3),
+     lt AS (
+       INSERT INTO ledger_transactions (kind, reference) SELECT 'cash_out_settle', transaction_id FROM ok ORDER BY n RETURNING id, reference),
+     entries AS (
+       INSERT INTO ledger_entries (ledger_transaction_id, ledger_account_id, amount)
+       SELECT lt.id, la.id, v.amount FROM lt JOIN ok i ON i.transaction_id = lt.reference
+        CROSS JOIN LATERAL (VALUES (1, 'account:' || i.account_id || ':pending', -(i.amount + i.fee_amount)),
+                                   (2, 'institution:central_bank', i.amount), (3, 'institution:fees', i.fee_amount)) AS v(k, code, amount)
+         JOIN ledger_accounts la ON la.code = v.code
+        WHERE v.amount <> 0 ORDER BY la.id, i.n, v.k
+       RETURNING 1),
+     t AS (
+       UPDATE transactions r SET status = 1, payment_status = 'settled', stage = 3, completed_at = i.settled_at, updated_at = $3
+         FROM ok i WHERE r.id = i.id RETURNING r.id),
+     ev AS (
+       INSERT INTO outbox_events (event, merchant_id, account_id, subject, payload)
+       SELECT e.event, i.merchant_id, i.account_id, i.transaction_id, e.payload
+         FROM ok i JOIN t ON t.id = i.id
+        CROSS JOIN LATERAL (VALUES (1, 'pix.payout.processing', i.processing), (2, 'pix.payout.confirmed', i.confirmed)) AS e(k, event, payload)
+        WHERE e.k = 2 OR i.stage = 1
+        ORDER BY i.n, e.k
+       RETURNING 1),
+     -- Selected below so that it runs (a CTE nobody reads is not evaluated); a false one aborts.
+     checks AS (
+       SELECT statement_assert((SELECT count(*) FROM entries) = (SELECT COALESCE(sum(CASE WHEN fee_amount > 0 THEN 3 ELSE 2 END), 0) FROM ok), 'settlement batch: ledger entries missing')
+          AND statement_assert((SELECT count(*) FROM t) = (SELECT count(*) FROM ok), 'settlement batch: records not settled')
+          AND statement_assert((SELECT count(*) FROM ev) = (SELECT COALESCE(sum(CASE WHEN stage = 1 THEN 2 ELSE 1 END), 0) FROM ok), 'settlement batch: events missing') AS ok)
+     SELECT (SELECT array_agg(notification_id) FROM ins) AS fresh, (SELECT count(*) FROM ok)::int AS settled, (SELECT ok FROM checks) AS asserted`;
+
 /**
- * The writes of the settlements of one delivery batch (records locked by
- * `lockCashOutsForSettlement`) in one statement — the entries written in ledger-account id order, so
- * the running balances take the accounts' pending books in the lock order of every money movement
- * (two batches, or a batch and a reserve batch, never deadlock): every notification id of `notificationIds` into
- * rail_inbox (ON CONFLICT DO NOTHING: a redelivered id does nothing), and for each settlement whose
- * notification was new the ledger transaction (pending -> central bank + fees),
- * the record settled (stage 3) and its events. Returns the notification ids that were new.
+ * The settlements of one delivery batch in ONE statement, outside any transaction (one round trip;
+ * the locks held only while it runs and commits): every notification id of `notificationIds` into
+ * rail_inbox (ON CONFLICT DO NOTHING: a redelivered id does nothing); for each settlement whose
+ * notification was new, its record locked (id order) and, if it is not settled yet, the ledger
+ * transaction (pending -> central bank + fees), the record settled (stage 3) and its events —
+ * `pix.payout.processing` first when the record is still at stage 1 as of its lock (a settlement
+ * that overtook the acknowledgement), then `pix.payout.confirmed`. The entries are written in
+ * ledger-account id order, so the running balance takes the accounts' pending books last, in the
+ * lock order of every money movement (records first, then books: two batches, or a batch and a
+ * reserve batch, never deadlock). The statement's invariants are asserted inside it
+ * (`statement_assert`): it commits all of them or nothing. Returns the notification ids that were new.
  */
-export async function settleCashOuts(tx: Sql, notificationIds: readonly string[], items: readonly CashOutSettlement[], now: Date): Promise<Set<string>> {
+export async function settleCashOuts(sql: Sql, notificationIds: readonly string[], items: readonly CashOutSettlement[], now: Date): Promise<Set<string>> {
   const json = JSON.stringify(
     items.map((s, n) => ({
       n,
@@ -664,48 +709,11 @@ export async function settleCashOuts(tx: Sql, notificationIds: readonly string[]
       amount: s.row.amount,
       fee_amount: s.row.fee_amount,
       settled_at: s.settledAt.toISOString(),
-      events: s.events.map((e, k) => ({ k, event: e.event, payload: e.body })),
+      processing: s.processing,
+      confirmed: s.confirmed,
     })),
   );
-  const [result] = await tx.query<{ fresh: string[] | null; items: number; entries: number; expected_entries: number; settled: number; events: number; expected_events: number }>(
-    `WITH ins AS (
-       INSERT INTO rail_inbox (notification_id, kind) SELECT id, 'payment.settled' FROM unnest($1::text[]) AS x(id)
-       ON CONFLICT (notification_id) DO NOTHING RETURNING notification_id),
-     items AS MATERIALIZED (
-       SELECT i.* FROM jsonb_to_recordset($2::jsonb) AS i(n int, notification_id text, id uuid, transaction_id text, account_id bigint,
-         merchant_id bigint, amount bigint, fee_amount bigint, settled_at timestamptz, events jsonb)
-        WHERE i.notification_id IN (SELECT notification_id FROM ins)),
-     lt AS (
-       INSERT INTO ledger_transactions (kind, reference) SELECT 'cash_out_settle', transaction_id FROM items ORDER BY n RETURNING id, reference),
-     entries AS (
-       INSERT INTO ledger_entries (ledger_transaction_id, ledger_account_id, amount)
-       SELECT lt.id, la.id, v.amount FROM lt JOIN items i ON i.transaction_id = lt.reference
-        CROSS JOIN LATERAL (VALUES (1, 'account:' || i.account_id || ':pending', -(i.amount + i.fee_amount)),
-                                   (2, 'institution:central_bank', i.amount), (3, 'institution:fees', i.fee_amount)) AS v(k, code, amount)
-         JOIN ledger_accounts la ON la.code = v.code
-        WHERE v.amount <> 0 ORDER BY la.id, i.n, v.k
-       RETURNING 1),
-     t AS (
-       UPDATE transactions r SET status = 1, payment_status = 'settled', stage = 3, completed_at = i.settled_at, updated_at = $3
-         FROM items i WHERE r.id = i.id RETURNING r.id),
-     ev AS (
-       INSERT INTO outbox_events (event, merchant_id, account_id, subject, payload)
-       SELECT e.event, i.merchant_id, i.account_id, i.transaction_id, e.payload
-         FROM items i JOIN t ON t.id = i.id
-        CROSS JOIN LATERAL jsonb_to_recordset(i.events) AS e(k int, event text, payload jsonb)
-        ORDER BY i.n, e.k
-       RETURNING 1)
-     SELECT (SELECT array_agg(notification_id) FROM ins) AS fresh, (SELECT count(*) FROM items)::int AS items,
-            (SELECT count(*) FROM entries)::int AS entries,
-            (SELECT COALESCE(sum(CASE WHEN fee_amount > 0 THEN 3 ELSE 2 END), 0) FROM items)::int AS expected_entries,
-            (SELECT count(*) FROM t)::int AS settled, (SELECT count(*) FROM ev)::int AS events,
-            (SELECT COALESCE(sum(jsonb_array_length(events)), 0) FROM items)::int AS expected_events`,
-    [notificationIds, json, now],
-  );
-  const r = result!;
-  if (r.entries !== r.expected_entries || r.settled !== r.items || r.events !== r.expected_events) {
-    throw new Error(`settlement batch: ${r.settled} of ${r.items} records, ${r.entries} of ${r.expected_entries} entries, ${r.events} of ${r.expected_events} events written`);
-  }
-  if (r.items > 0) wakeLocal(tx, 'outbox'); // as emitEvent does
-  return new Set(r.fresh ?? []);
+  const [result] = await sql.query<{ fresh: string[] | null; settled: number; asserted: boolean }>(SETTLE_CASH_OUTS, [notificationIds, json, now]);
+  if (result!.settled > 0) wakeLocal(sql, 'outbox'); // as emitEvent does
+  return new Set(result!.fresh ?? []);
 }

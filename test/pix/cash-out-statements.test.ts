@@ -26,7 +26,7 @@ const EXPECTED = {
   reserve: 2, // was 9 (BEGIN, lock books, read external_id, read holder, usage upsert, insert record, ledger, bind key, COMMIT), then 4 (BEGIN, lock and read, write, COMMIT): now the read, then one statement that locks and writes if nothing changed, outside a transaction
   send: 1, // was 3: directory entry, insert payment, read stall switch
   record: 1, // was 5: BEGIN, mark sent, outbox event, idempotency answer, COMMIT
-  settle: 7, // was 20, then 9, then 8 (the claim of the settlement's notification: now leased by the statement that queues it): the handler's transaction is now the delivery batch's (even of one): BEGIN, lock books and record, inbox + settlement, COMMIT (record lock and rail_inbox insert no longer separate statements)
+  settle: 5, // was 20, then 9, then 8 (the claim of the settlement's notification: now leased by the statement that queues it), then 7 (the delivery batch's transaction, even of one: BEGIN, lock record, inbox + settlement, COMMIT): now the record read, then one statement that locks and writes, outside a transaction
 };
 
 /** Splits the statements of one cash-out into its steps (they run one after another). */

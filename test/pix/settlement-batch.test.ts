@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { railNotificationHandler } from '../../src/pix/railEvents.js';
+import * as repo from '../../src/pix/repository.js';
 import { BASE_UNITS_PER_CENT as U } from '../../src/lib/money.js';
 import type { RailNotification } from '../../src/rail/rail.js';
 import type { SimulatedRail } from '../../src/rail/simulator.js';
@@ -11,11 +12,11 @@ import { recordStatements } from '../helpers/statements.js';
 
 /**
  * Issue 12: the `payment.settled` notifications of one delivery batch of the rail are applied by
- * the service in one transaction (rail_inbox ids, records locked, one statement for the
- * ledger, the records, the events; the books taken there in ledger-account id order), instead of one
- * transaction each.
+ * the service in two statements and no transaction (the records read; then one statement for the
+ * rail_inbox ids, the records locked, the ledger, the records, the events, the books taken there in
+ * ledger-account id order), instead of one transaction each.
  */
-describe.each(BACKENDS)('settlements of a delivery batch in one transaction on %s', (backend) => {
+describe.each(BACKENDS)('settlements of a delivery batch in one statement on %s', (backend) => {
   let s: TestServer;
   let rail: SimulatedRail;
   let merchants: MerchantFixture[];
@@ -59,7 +60,7 @@ describe.each(BACKENDS)('settlements of a delivery batch in one transaction on %
     return row!;
   };
 
-  it('N cash-outs of several accounts are settled by one transaction of four statements; books, ledger and events as one by one', async () => {
+  it('N cash-outs of several accounts are settled by two statements and no transaction; books, ledger and events as one by one', async () => {
     const before = await Promise.all(merchants.map((m) => balances(s.ctx.db, m.accountId)));
     const rows: Record<string, any>[] = [];
     // Newest account first: the notifications come in the reverse of the books' id order.
@@ -71,19 +72,19 @@ describe.each(BACKENDS)('settlements of a delivery batch in one transaction on %
       counter.stop();
     }
     const log = counter.log;
-    const transactions = [...new Set(log.filter((st) => st.tx !== null).map((st) => st.tx))];
-    // Due settlements, their notifications leased and returned (1), the service's transaction (4),
-    // delete (1), the claim a direct tick makes, which finds nothing (1); before the settlements'
-    // notifications were leased by the statement that queued them there was a claim more (8); one
-    // by one it was 4 + 5 per settlement (BEGIN, rail_inbox, record lock, settlement, COMMIT): 49 for these 9.
-    expect(transactions).toHaveLength(1);
-    expect(log.filter((st) => st.tx === transactions[0]).map((st) => st.text.replace(/\s+/g, ' ').slice(0, 40))).toEqual([
-      'BEGIN',
+    // Due settlements, their notifications leased and returned (1), the service's two statements
+    // outside any transaction (2), delete (1), the claim a direct tick makes, which finds nothing
+    // (1). It was a transaction of four (BEGIN, records locked, write, COMMIT: 7 in all, the books
+    // held from the write until this process sent COMMIT); before the settlements' notifications
+    // were leased by the statement that queued them there was a claim more (8); one by one it was
+    // 4 + 5 per settlement (BEGIN, rail_inbox, record lock, settlement, COMMIT): 49 for these 9.
+    expect(log.filter((st) => st.tx !== null)).toEqual([]);
+    const service = log.filter((st) => /\b(transactions|rail_inbox)\b/.test(st.text));
+    expect(service.map((st) => st.text.replace(/\s+/g, ' ').slice(0, 40))).toEqual([
       expect.stringMatching(/^SELECT t\.\*, a\.merchant_id/),
       expect.stringMatching(/^WITH ins AS \( INSERT INTO rail_inbox/),
-      'COMMIT',
     ]);
-    expect(log).toHaveLength(7);
+    expect(log).toHaveLength(5);
 
     for (const row of rows) {
       const after = await txRow(s.ctx.db, row.transaction_id);
@@ -175,6 +176,46 @@ describe.each(BACKENDS)('settlements of a delivery batch in one transaction on %
     expect(await handler.batch!([settled(row, new Date())])).toEqual([{ ok: true, value: undefined }]);
     expect((await outbox(s.ctx.db, row.transaction_id)).map((e) => e.event)).toEqual(['pix.payout.processing', 'pix.payout.confirmed']);
     expect((await txRow(s.ctx.db, row.transaction_id)).stage).toBe(3);
+  });
+
+  it('a record that moved between the read and the statement is settled as of its lock: acknowledged meanwhile, no second pix.payout.processing; settled meanwhile, nothing', async () => {
+    const m = merchants[2]!;
+    const acknowledged = await cashOut(m, 600);
+    const settledMeanwhile = await cashOut(m, 650);
+    // Both read at stage 1 (the acknowledgement not recorded yet, its event not written).
+    await s.ctx.db.query(`UPDATE transactions SET stage = 1 WHERE id = ANY($1::uuid[])`, [[acknowledged.id, settledMeanwhile.id]]);
+    await s.ctx.db.query(`DELETE FROM outbox_events WHERE subject = ANY($1::text[])`, [[acknowledged.transaction_id, settledMeanwhile.transaction_id]]);
+    const read = await repo.readCashOutsForSettlement(s.ctx.db, [acknowledged.end_to_end_id, settledMeanwhile.end_to_end_id]);
+    expect(read.map((r) => r.stage)).toEqual([1, 1]);
+    // Then, before the statement: the first acknowledged (stage 2), the second settled by another
+    // notification of the rail.
+    await s.ctx.db.query(`UPDATE transactions SET stage = 2 WHERE id = $1`, [acknowledged.id]);
+    expect(await railNotificationHandler(s.ctx).batch!([settled(settledMeanwhile, new Date())])).toEqual([{ ok: true, value: undefined }]);
+    const before = { ...(await counts()), pending: (await balances(s.ctx.db, m.accountId)).pending };
+    const at = new Date();
+    const items = read.map((row, n) => ({
+      notificationId: `payment.settled:late-${n}-${row.end_to_end_id}`,
+      row,
+      settledAt: at,
+      processing: { event: 'pix.payout.processing', marker: 'processing' },
+      confirmed: { event: 'pix.payout.confirmed', marker: 'confirmed' },
+    }));
+    const fresh = await repo.settleCashOuts(s.ctx.db, items.map((i) => i.notificationId), items, at);
+    expect(fresh).toEqual(new Set(items.map((i) => i.notificationId)));
+    // The acknowledged one: settled, with pix.payout.confirmed only (its processing event is the
+    // acknowledgement's); one ledger transaction: two entries.
+    expect(await txRow(s.ctx.db, acknowledged.transaction_id)).toMatchObject({ stage: 3, payment_status: 'settled' });
+    expect((await outbox(s.ctx.db, acknowledged.transaction_id)).map((e) => [e.event, e.payload.marker])).toEqual([['pix.payout.confirmed', 'confirmed']]);
+    // The one settled meanwhile: its first settlement's events only, nothing more.
+    expect((await outbox(s.ctx.db, settledMeanwhile.transaction_id)).map((e) => e.event)).toEqual(['pix.payout.processing', 'pix.payout.confirmed']);
+    const after = { ...(await counts()), pending: (await balances(s.ctx.db, m.accountId)).pending };
+    expect(after).toEqual({
+      entries: before.entries + 2,
+      events: before.events + 1,
+      inbox: before.inbox + 2,
+      pending: before.pending - 600 * U,
+    });
+    await expectLedgerConsistent(s.ctx.db);
   });
 
   it('one bad notification in a delivery batch does not block the others (nor the other kinds); it is retried alone', async () => {
