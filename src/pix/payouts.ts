@@ -76,8 +76,9 @@ export async function onPaymentHeld(tx: Sql, ctx: AppContext, n: Of<'payment.hel
  * lock every cash-out of the account needs is held only while that statement runs and commits —
  * no round trip of this process in between. No deadlock with the books-then-record order of the
  * other paths: those touch a cash-out's record only while it is at stage 1 or failed, never while
- * the rail settles it (and a deadlock would be retried). `sql` may be a transaction: the
- * statements then commit with it.
+ * the rail settles it; a deadlock would fail the statement, and the caller (railEvents.ts) applies
+ * the batch again one by one, what still fails being delivered again by the rail. `sql` may be a
+ * transaction: the statements then commit with it.
  */
 export async function onPaymentsSettled(sql: Sql, ctx: AppContext, notifications: readonly Of<'payment.settled'>[]): Promise<void> {
   const unique = [...new Map(notifications.map((n) => [n.id, n])).values()];

@@ -11,9 +11,9 @@ import { recordNotification } from './repository.js';
 
 /**
  * The service's handler of rail notifications. Each notification is applied in one database
- * transaction (settlements: in one statement) together with its id in `rail_inbox`, so a redelivery (the rail delivers at least
- * once) finds the id and does nothing; the per-record state checks of the handlers are a second
- * guard. A notification that leaves an order for the rail (an accepted infraction's return) sends
+ * transaction (settlements: in one statement) together with its id in `rail_inbox`, so a
+ * redelivery (the rail delivers at least once) finds the id and does nothing; the per-record
+ * state checks of the handlers are a second guard. A notification that leaves an order for the rail (an accepted infraction's return) sends
  * it after that transaction committed — never inside it; if sending fails, the recovery worker
  * sends it again.
  */
