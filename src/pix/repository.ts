@@ -330,8 +330,8 @@ function cashOutWindowsJson(windows: readonly UsageWindow[]): string {
 
 /**
  * The writes of step 1 for the cash-outs of the CTE `source` (the shape of `items`), with the
- * limit windows of the CTE `windows`: the usage windows counted (each account's sum), the records, one
- * ledger transaction available -> pending (amount + fee) per record, and each Idempotency-Key
+ * limit windows of the CTE `windows`: the usage windows counted (each account's sum), the records,
+ * one ledger transaction available -> pending (amount + fee) per record, and each Idempotency-Key
  * bound to its record (CTEs usage, records, lt, entries, bound).
  */
 function cashOutWrites(source: string): string {
