@@ -10,7 +10,8 @@
  *        - cash-outs with a webhook registered: deliveries/s and the delay from the state change
  *          (the cash-out's answer for pix.payout.processing; settled_at for pix.payout.confirmed)
  *          to receipt at a local receiver,
- *      with the largest RSS of each pixgate process sampled during the load, and for each
+ *      with the largest RSS of each pixgate process sampled during the load, the CPU time per
+ *      request of the server's processes, of PostgreSQL's and of this client (Linux /proc), and for each
  *      group-commit batcher (pixgate_batch_*) its batches, mean items, mean wait and mean run:
  *      where a cash-out's latency goes;
  *   3. pgbench again; each scenario is printed with its ratio to the mean of the two pgbench runs
@@ -129,6 +130,55 @@ function rssMb(pid: number): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+const CLOCK_TICKS_PER_SECOND = 100; // USER_HZ of /proc/<pid>/stat on Linux
+
+/** CPU seconds (user + system) a process has used so far (Linux /proc), or 0 if it is gone. */
+function cpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND; // utime, stime
+  } catch {
+    return 0;
+  }
+}
+
+/** The PostgreSQL server's processes on this machine (postmaster, backends, helpers), by name. */
+function postgresPids(): number[] {
+  const out: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (readFileSync(`/proc/${name}/comm`, 'utf8').startsWith('postgres')) out.push(Number(name));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/**
+ * CPU used during a run, by side: the server's processes, PostgreSQL's (every process of the local
+ * server: the bench's own database is the only busy one) and this bench client. Linux only; a
+ * process that starts or ends during the run counts from when it is first or last seen.
+ */
+interface CpuFigures {
+  server: number;
+  postgres: number;
+  client: number;
+}
+
+function cpuSnapshot(serverPids: number[]): { server: Map<number, number>; postgres: Map<number, number>; client: number } {
+  const snap = (pids: number[]) => new Map(pids.map((pid) => [pid, cpuSeconds(pid)]));
+  const own = process.cpuUsage();
+  return { server: snap(serverPids), postgres: snap(postgresPids()), client: (own.user + own.system) / 1e6 };
+}
+
+function cpuBetween(before: ReturnType<typeof cpuSnapshot>, after: ReturnType<typeof cpuSnapshot>): CpuFigures {
+  const used = (a: Map<number, number>, b: Map<number, number>) => [...b].reduce((sum, [pid, s]) => sum + Math.max(0, s - (a.get(pid) ?? s)), 0);
+  return { server: used(before.server, after.server), postgres: used(before.postgres, after.postgres), client: after.client - before.client };
 }
 
 async function startTarget(workers: number, webhookPort: number): Promise<Target> {
@@ -292,6 +342,8 @@ interface RunResult {
   statuses: Record<string, number>;
   latenciesMs: number[];
   maxRssMb: number[];
+  /** CPU seconds used during the run by the server, PostgreSQL and the client (Linux only). */
+  cpu: CpuFigures | undefined;
   /** Per group-commit batcher during the run (pixgate_batch_* metrics): batches, items, wait, run. */
   batches: Map<string, BatchFigures>;
 }
@@ -330,6 +382,8 @@ async function run(t: Target, pool: Pool, seconds: number, next: () => BenchRequ
   const maxRss = pids.map(() => 0);
   const sampler = setInterval(() => pids.forEach((pid, i) => (maxRss[i] = Math.max(maxRss[i]!, rssMb(pid) ?? 0))), 250);
   const batchesBefore = batchFigures(await t.metrics());
+  const local = process.platform === 'linux' && !env.BENCH_URL;
+  const cpuBefore = local ? cpuSnapshot(pids) : undefined;
   const started = performance.now();
   const until = started + seconds * 1000;
   const worker = async () => {
@@ -349,13 +403,14 @@ async function run(t: Target, pool: Pool, seconds: number, next: () => BenchRequ
     clearInterval(sampler);
   }
   const elapsed = (performance.now() - started) / 1000;
+  const cpu = cpuBefore ? cpuBetween(cpuBefore, cpuSnapshot(pids)) : undefined;
   const batches = new Map<string, BatchFigures>();
   for (const [name, after] of batchFigures(await t.metrics())) {
     const before = batchesBefore.get(name) ?? { batches: 0, items: 0, waitSeconds: 0, runSeconds: 0 };
     const d = { batches: after.batches - before.batches, items: after.items - before.items, waitSeconds: after.waitSeconds - before.waitSeconds, runSeconds: after.runSeconds - before.runSeconds };
     if (d.batches > 0) batches.set(name, d);
   }
-  return { requests: latencies.length, seconds: elapsed, statuses, latenciesMs: latencies, maxRssMb: maxRss, batches };
+  return { requests: latencies.length, seconds: elapsed, statuses, latenciesMs: latencies, maxRssMb: maxRss, cpu, batches };
 }
 
 /** The request pipeline alone: GET /balance (stages 1-4, 7) and a signed POST /cpf/validate (all 8). */
@@ -417,6 +472,13 @@ function report(workers: number, key: string, name: string, r: RunResult, versus
       `  latency       p50 ${ms(percentile(sorted, 50))}   p90 ${ms(percentile(sorted, 90))}   p99 ${ms(percentile(sorted, 99))}   max ${ms(sorted[sorted.length - 1] ?? NaN)}`,
       `  statuses      ${Object.entries(r.statuses).map(([s, n]) => `${s}: ${n}`).join(', ')}`,
       ...(r.maxRssMb.length ? [`  max RSS       ${r.maxRssMb.map((m) => `${m.toFixed(0)} MB`).join(', ')} (primary${r.maxRssMb.length > 1 ? ', workers' : ''})`] : []),
+      // Where the machine's CPU went, per request: with 2 cores, the three add up to at most
+      // 2 s per second of run (idle is the rest).
+      ...(r.cpu && r.requests
+        ? [
+            `  CPU/request   server ${((1000 * r.cpu.server) / r.requests).toFixed(2)} ms   PostgreSQL ${((1000 * r.cpu.postgres) / r.requests).toFixed(2)} ms   bench client ${((1000 * r.cpu.client) / r.requests).toFixed(2)} ms   (cores busy: ${((r.cpu.server + r.cpu.postgres + r.cpu.client) / r.seconds).toFixed(2)})`,
+          ]
+        : []),
       // Group commit (pixgate_batch_*): a request spends about one mean wait and one mean run of
       // each batcher on its path; the wait is the time behind the batches already running.
       ...[...r.batches].map(
