@@ -162,7 +162,7 @@ function postgresPids(): number[] {
 /**
  * CPU used during a run, by side: the server's processes, PostgreSQL's (every process of the local
  * server: the bench's own database is the only busy one) and this bench client. Linux only; a
- * process that starts or ends during the run counts from when it is first or last seen.
+ * process that started during the run counts whole, one that ended during it is not counted.
  */
 interface CpuFigures {
   server: number;
@@ -177,7 +177,8 @@ function cpuSnapshot(serverPids: number[]): { server: Map<number, number>; postg
 }
 
 function cpuBetween(before: ReturnType<typeof cpuSnapshot>, after: ReturnType<typeof cpuSnapshot>): CpuFigures {
-  const used = (a: Map<number, number>, b: Map<number, number>) => [...b].reduce((sum, [pid, s]) => sum + Math.max(0, s - (a.get(pid) ?? s)), 0);
+  // A process first seen after the run started (a new PostgreSQL backend) counts whole.
+  const used = (a: Map<number, number>, b: Map<number, number>) => [...b].reduce((sum, [pid, s]) => sum + Math.max(0, s - (a.get(pid) ?? 0)), 0);
   return { server: used(before.server, after.server), postgres: used(before.postgres, after.postgres), client: after.client - before.client };
 }
 
