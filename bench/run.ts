@@ -99,18 +99,29 @@ async function freePort(): Promise<number> {
   });
 }
 
+/** Every process id of the machine (Linux /proc). */
+function allPids(): number[] {
+  return readdirSync('/proc').filter((name) => /^\d+$/.test(name)).map(Number);
+}
+
+/** The fields of /proc/<pid>/stat after the command name (field 3, the state, first), or undefined if it is gone. */
+function procStat(pid: number): string[] | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return undefined;
+  }
+}
+
 /** Children of `pid`, recursively (Linux /proc). */
 function descendants(pid: number): number[] {
   const byParent = new Map<number, number[]>();
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      byParent.set(ppid, [...(byParent.get(ppid) ?? []), Number(name)]);
-    } catch {
-      // gone meanwhile
-    }
+  for (const child of allPids()) {
+    const fields = procStat(child);
+    if (!fields) continue; // gone meanwhile
+    const ppid = Number(fields[1]);
+    byParent.set(ppid, [...(byParent.get(ppid) ?? []), child]);
   }
   const out: number[] = [];
   const walk = (p: number) => {
@@ -136,34 +147,22 @@ const CLOCK_TICKS_PER_SECOND = 100; // USER_HZ of /proc/<pid>/stat on Linux
 
 /** CPU seconds (user + system) a process has used so far (Linux /proc), or 0 if it is gone. */
 function cpuSeconds(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND; // utime, stime
-  } catch {
-    return 0;
-  }
+  const fields = procStat(pid);
+  return fields ? (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND : 0; // utime, stime
 }
 
 /** The PostgreSQL server's processes on this machine (postmaster, backends, helpers), by name. */
 function postgresPids(): number[] {
-  const out: number[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
+  return allPids().filter((pid) => {
     try {
-      if (readFileSync(`/proc/${name}/comm`, 'utf8').startsWith('postgres')) out.push(Number(name));
+      return readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('postgres');
     } catch {
-      // gone meanwhile
+      return false; // gone meanwhile
     }
-  }
-  return out;
+  });
 }
 
-/**
- * CPU used during a run, by side: the server's processes, PostgreSQL's (every process of the local
- * server: the bench's own database is the only busy one) and this bench client. Linux only; a
- * process that started during the run counts whole, one that ended during it is not counted.
- */
+/** CPU seconds used during a run, by side: the server's processes, PostgreSQL's and this client. */
 interface CpuFigures {
   server: number;
   postgres: number;
@@ -176,8 +175,12 @@ function cpuSnapshot(serverPids: number[]): { server: Map<number, number>; postg
   return { server: snap(serverPids), postgres: snap(postgresPids()), client: (own.user + own.system) / 1e6 };
 }
 
+/**
+ * CPU used between two snapshots: PostgreSQL's is every process of the local server (the bench's
+ * own database is the only busy one). Linux only; a process that started during the run (a new
+ * backend, an autovacuum worker) counts whole, one that ended during it is not counted.
+ */
 function cpuBetween(before: ReturnType<typeof cpuSnapshot>, after: ReturnType<typeof cpuSnapshot>): CpuFigures {
-  // A process first seen after the run started (a new PostgreSQL backend) counts whole.
   const used = (a: Map<number, number>, b: Map<number, number>) => [...b].reduce((sum, [pid, s]) => sum + Math.max(0, s - (a.get(pid) ?? 0)), 0);
   return { server: used(before.server, after.server), postgres: used(before.postgres, after.postgres), client: after.client - before.client };
 }
@@ -473,8 +476,8 @@ function report(workers: number, key: string, name: string, r: RunResult, versus
       `  latency       p50 ${ms(percentile(sorted, 50))}   p90 ${ms(percentile(sorted, 90))}   p99 ${ms(percentile(sorted, 99))}   max ${ms(sorted[sorted.length - 1] ?? NaN)}`,
       `  statuses      ${Object.entries(r.statuses).map(([s, n]) => `${s}: ${n}`).join(', ')}`,
       ...(r.maxRssMb.length ? [`  max RSS       ${r.maxRssMb.map((m) => `${m.toFixed(0)} MB`).join(', ')} (primary${r.maxRssMb.length > 1 ? ', workers' : ''})`] : []),
-      // Where the machine's CPU went, per request: with 2 cores, the three add up to at most
-      // 2 s per second of run (idle is the rest).
+      // Where the machine's CPU went, per request; "cores busy" is at most the machine's cores
+      // (the rest is idle).
       ...(r.cpu && r.requests
         ? [
             `  CPU/request   server ${((1000 * r.cpu.server) / r.requests).toFixed(2)} ms   PostgreSQL ${((1000 * r.cpu.postgres) / r.requests).toFixed(2)} ms   bench client ${((1000 * r.cpu.client) / r.requests).toFixed(2)} ms   (cores busy: ${((r.cpu.server + r.cpu.postgres + r.cpu.client) / r.seconds).toFixed(2)})`,

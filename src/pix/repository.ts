@@ -624,8 +624,7 @@ export async function findByEndToEndIdLockingCashOutAccount(tx: Sql, endToEndId:
  */
 export async function readCashOutsForSettlement(sql: Sql, endToEndIds: readonly string[]): Promise<OwnedTransaction[]> {
   return sql.query<OwnedTransaction>(
-    `SELECT t.*, a.merchant_id FROM transactions t JOIN accounts a ON a.id = t.account_id
-      WHERE t.end_to_end_id = ANY($1::text[]) AND t.kind = 'cash_out'`,
+    `${OWNED} WHERE t.end_to_end_id = ANY($1::text[]) AND t.kind = 'cash_out'`,
     [endToEndIds],
   );
 }

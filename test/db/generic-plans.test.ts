@@ -2,11 +2,10 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database, Sql } from '../../src/db/db.js';
-import { migrate } from '../../src/db/migrate.js';
-import { openPostgres } from '../../src/db/postgres.js';
 import { systemClock } from '../../src/lib/clock.js';
 import { createMerchant, deposit } from '../../src/merchants/service.js';
 import * as repo from '../../src/pix/repository.js';
+import { openTestDatabase, type TestDatabase } from '../helpers/db.js';
 
 /**
  * Issue 12: the prepared statement of step 1 of a cash-out batch (`reserveCashOutsIfUnchanged`,
@@ -24,22 +23,15 @@ const url = process.env.TEST_DATABASE_URL;
 const ACCOUNTS = 13;
 
 describe.skipIf(!url)('plans of step 1 on postgres', () => {
+  let t: TestDatabase;
   let db: Database;
-  const schema = `t_${randomBytes(6).toString('hex')}`;
   beforeAll(async () => {
-    const admin = new pg.Client({ connectionString: url });
-    await admin.connect();
-    await admin.query(`CREATE SCHEMA ${schema}`);
-    await admin.end();
-    db = await openPostgres({ url: url!, schema, max: 1 });
-    await migrate(db);
+    // One connection: the prepared statement explained is the one the repository's runs made.
+    t = await openTestDatabase('postgres', { poolMax: 1 });
+    db = t.db;
   });
   afterAll(async () => {
-    await db?.close();
-    const admin = new pg.Client({ connectionString: url });
-    await admin.connect();
-    await admin.query(`DROP SCHEMA ${schema} CASCADE`);
-    await admin.end();
+    await t?.close();
   });
 
   it('the reserve statement is never estimated cheaper planned for its parameters than by its generic plan, so PostgreSQL keeps the generic plan', async () => {

@@ -58,9 +58,10 @@ function postgresTestDatabase(url: string, schema: string, db: Database): TestDa
 
 /**
  * A fresh, migrated database of its own: an in-memory PGlite cloned from the run's template, or a
- * new schema on the PostgreSQL of TEST_DATABASE_URL (dropped on close).
+ * new schema on the PostgreSQL of TEST_DATABASE_URL (dropped on close). `poolMax`: connections of
+ * the PostgreSQL pool (1 for a test that reads one connection's session state).
  */
-export async function openTestDatabase(backend: Backend): Promise<TestDatabase> {
+export async function openTestDatabase(backend: Backend, options: { poolMax?: number } = {}): Promise<TestDatabase> {
   if (backend === 'pglite') {
     template ??= new Blob([readFileSync(inject('pgliteTemplate'))]);
     return pgliteTestDatabase(await openPglite({ dataDir: 'memory://', loadDataDir: template }));
@@ -72,7 +73,7 @@ export async function openTestDatabase(backend: Backend): Promise<TestDatabase> 
   await admin.connect();
   await admin.query(`CREATE SCHEMA ${schema}`);
   await admin.end();
-  const db = await openPostgres({ url, schema, max: 25 });
+  const db = await openPostgres({ url, schema, max: options.poolMax ?? 25 });
   await migrate(db);
   return postgresTestDatabase(url, schema, db);
 }
