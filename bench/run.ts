@@ -36,6 +36,11 @@
  *                        defaults or '--max-old-space-size=512'
  *   BENCH_NODE_OPTIONS   (none) NODE_OPTIONS of the started server (e.g. --max-semi-space-size=8)
  *   MALLOC_ARENA_MAX     (none) passed to the started server when set (glibc arenas: RSS experiments)
+ *   BENCH_TRACE          (off) a folder: each measured run writes <W>-<scenario>.txt there, one line
+ *                              per request: its start (ms into the run) and its latency (ms) — to
+ *                              tell a stall of every request at one moment from a spread-out tail
+ *   BENCH_SERVER_STDOUT  (off) 1 passes the started server's stdout through (with
+ *                              BENCH_START_FLAGS='--trace-gc', its GC pauses)
  *   BENCH_KEEP_SCHEMA    (off) 1 keeps each started server's schema after its runs (to EXPLAIN its
  *                        statements on the data a run left)
  *   BENCH_ONLY           (all) comma-separated scenarios to run: many,hot,balance,v1,v2,webhooks, or the
@@ -43,7 +48,7 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -227,7 +232,7 @@ async function startTarget(workers: number, webhookPort: number): Promise<Target
       ...(env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: env.BENCH_NODE_OPTIONS } : {}),
       ...(env.MALLOC_ARENA_MAX ? { MALLOC_ARENA_MAX: env.MALLOC_ARENA_MAX } : {}),
     },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', env.BENCH_SERVER_STDOUT === '1' ? 'inherit' : 'ignore', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 60_000;
@@ -378,9 +383,13 @@ function batchFigures(text: string | undefined): Map<string, BatchFigures> {
 }
 
 
-/** Runs CONCURRENCY loops for `seconds`, each sending `next()` until time is up; samples RSS. */
-async function run(t: Target, pool: Pool, seconds: number, next: () => BenchRequest): Promise<RunResult> {
+/**
+ * Runs CONCURRENCY loops for `seconds`, each sending `next()` until time is up; samples RSS. With
+ * BENCH_TRACE, a run given a `traceName` writes its requests' start and latency there.
+ */
+async function run(t: Target, pool: Pool, seconds: number, next: () => BenchRequest, traceName?: string): Promise<RunResult> {
   const latencies: number[] = [];
+  const starts: number[] = [];
   const statuses: Record<string, number> = {};
   const pids = t.pids();
   const maxRss = pids.map(() => 0);
@@ -398,6 +407,7 @@ async function run(t: Target, pool: Pool, seconds: number, next: () => BenchRequ
       if (req.onBody) req.onBody(await res.body.text());
       else await res.body.dump();
       latencies.push(performance.now() - t0);
+      starts.push(t0 - started);
       statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1;
     }
   };
@@ -407,6 +417,10 @@ async function run(t: Target, pool: Pool, seconds: number, next: () => BenchRequ
     clearInterval(sampler);
   }
   const elapsed = (performance.now() - started) / 1000;
+  if (env.BENCH_TRACE && traceName) {
+    mkdirSync(env.BENCH_TRACE, { recursive: true });
+    writeFileSync(join(env.BENCH_TRACE, `${traceName}.txt`), starts.map((s, i) => `${s.toFixed(1)} ${latencies[i]!.toFixed(1)}\n`).join(''));
+  }
   const cpu = cpuBefore ? cpuBetween(cpuBefore, cpuSnapshot(pids)) : undefined;
   const batches = new Map<string, BatchFigures>();
   for (const [name, after] of batchFigures(await t.metrics())) {
@@ -555,7 +569,7 @@ async function webhookScenario(t: Target, workers: number, pool: Pool, pixKey: s
   measuring = true;
   receiver.received.length = 0;
   const started = Date.now();
-  const r = await run(t, pool, SECONDS, next);
+  const r = await run(t, pool, SECONDS, next, `${workers}-webhooks`);
   // Let the last settlements and deliveries arrive: until every expected delivery is in, or 30 s
   // without progress; the drain time after the load stopped is printed.
   const loadEnded = Date.now();
@@ -612,7 +626,7 @@ async function benchServer(workers: number, receiver: ReturnType<typeof webhookR
         if (!wanted(key)) continue;
         await run(t, pool, WARMUP_SECONDS, next);
         if (env.BENCH_ANALYZE !== '0') await t.analyze();
-        report(workers, key, name, await run(t, pool, SECONDS, next), versus);
+        report(workers, key, name, await run(t, pool, SECONDS, next, `${workers}-${key}`), versus);
       }
       if (wanted('webhooks') && !env.BENCH_URL) await webhookScenario(t, workers, pool, pixKey, receiver, webhookPort);
     } finally {

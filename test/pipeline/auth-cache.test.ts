@@ -177,7 +177,7 @@ describe.each(BACKENDS)('credential cache across two app instances on %s', (back
 
   it('the cache never holds a secret in clear', async () => {
     const m = await cachedOnB();
-    const dump = JSON.stringify([...((b.ctx.credentials as unknown as { keys: Map<string, unknown> }).keys.entries())]);
+    const dump = JSON.stringify([...((b.ctx.credentials as unknown as { keys: { entries: Map<string, unknown> } }).keys.entries.entries())]);
     expect(dump).toContain(m.client.clientId);
     expect(dump).not.toContain(m.client.clientSecret);
     expect(dump).not.toContain(m.client.clientSecret.slice(3));
