@@ -355,6 +355,8 @@ interface RunResult {
   cpu: CpuFigures | undefined;
   /** Per group-commit batcher during the run (pixgate_batch_* metrics): batches, items, wait, run. */
   batches: Map<string, BatchFigures>;
+  /** Database statements of all the server's processes during the run (pixgate_db_statements_total). */
+  statements: number | undefined;
 }
 
 interface BatchFigures {
@@ -395,6 +397,7 @@ async function run(t: Target, pool: Pool, seconds: number, next: () => BenchRequ
   const maxRss = pids.map(() => 0);
   const sampler = setInterval(() => pids.forEach((pid, i) => (maxRss[i] = Math.max(maxRss[i]!, rssMb(pid) ?? 0))), 250);
   const batchesBefore = batchFigures(await t.metrics());
+  const statementsBefore = await t.statements();
   const local = process.platform === 'linux' && !env.BENCH_URL;
   const cpuBefore = local ? cpuSnapshot(pids) : undefined;
   const started = performance.now();
@@ -422,13 +425,15 @@ async function run(t: Target, pool: Pool, seconds: number, next: () => BenchRequ
     writeFileSync(join(env.BENCH_TRACE, `${traceName}.txt`), starts.map((s, i) => `${s.toFixed(1)} ${latencies[i]!.toFixed(1)}\n`).join(''));
   }
   const cpu = cpuBefore ? cpuBetween(cpuBefore, cpuSnapshot(pids)) : undefined;
+  const statementsAfter = await t.statements();
+  const statements = statementsBefore === undefined || statementsAfter === undefined ? undefined : statementsAfter - statementsBefore;
   const batches = new Map<string, BatchFigures>();
   for (const [name, after] of batchFigures(await t.metrics())) {
     const before = batchesBefore.get(name) ?? { batches: 0, items: 0, waitSeconds: 0, runSeconds: 0 };
     const d = { batches: after.batches - before.batches, items: after.items - before.items, waitSeconds: after.waitSeconds - before.waitSeconds, runSeconds: after.runSeconds - before.runSeconds };
     if (d.batches > 0) batches.set(name, d);
   }
-  return { requests: latencies.length, seconds: elapsed, statuses, latenciesMs: latencies, maxRssMb: maxRss, cpu, batches };
+  return { requests: latencies.length, seconds: elapsed, statuses, latenciesMs: latencies, maxRssMb: maxRss, cpu, batches, statements };
 }
 
 /** The request pipeline alone: GET /balance (stages 1-4, 7) and a signed POST /cpf/validate (all 8). */
@@ -497,6 +502,8 @@ function report(workers: number, key: string, name: string, r: RunResult, versus
             `  CPU/request   server ${((1000 * r.cpu.server) / r.requests).toFixed(2)} ms   PostgreSQL ${((1000 * r.cpu.postgres) / r.requests).toFixed(2)} ms   bench client ${((1000 * r.cpu.client) / r.requests).toFixed(2)} ms   (cores busy: ${((r.cpu.server + r.cpu.postgres + r.cpu.client) / r.seconds).toFixed(2)})`,
           ]
         : []),
+      // Round trips to the database per request, background work included (settlements, fan-out).
+      ...(r.statements !== undefined && r.requests ? [`  statements    ${(r.statements / r.requests).toFixed(2)} per request (all processes, background included)`] : []),
       // Group commit (pixgate_batch_*): a request spends about one mean wait and one mean run of
       // each batcher on its path; the wait is the time behind the batches already running.
       ...[...r.batches].map(
