@@ -83,8 +83,8 @@ interface Target {
   adminToken: string;
   /** pids of the server's processes (primary and cluster workers); empty for BENCH_URL. */
   pids(): number[];
-  /** Total database statements so far (sum over workers), or undefined if not measurable. */
-  statements(): Promise<number | undefined>;
+  /** Database statements so far by source (request, background, rail, listen; summed over workers), or undefined if not measurable. */
+  statements(): Promise<Map<string, number> | undefined>;
   /** The Prometheus text of METRICS_PORT (summed over workers), or undefined. */
   metrics(): Promise<string | undefined>;
   /** ANALYZE of the server's tables (a started server's schema only), as autovacuum would. */
@@ -261,7 +261,12 @@ async function startTarget(workers: number, webhookPort: number): Promise<Target
         const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
         const lines = text.split('\n').filter((l) => l.startsWith('pixgate_db_statements_total'));
         if (lines.length === 0) return undefined;
-        return lines.reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+        const bySource = new Map<string, number>();
+        for (const l of lines) {
+          const source = /pool="([^"]*)"/.exec(l)?.[1] ?? '';
+          bySource.set(source, (bySource.get(source) ?? 0) + Number(l.slice(l.lastIndexOf(' ') + 1)));
+        }
+        return bySource;
       } catch {
         return undefined;
       }
@@ -355,8 +360,8 @@ interface RunResult {
   cpu: CpuFigures | undefined;
   /** Per group-commit batcher during the run (pixgate_batch_* metrics): batches, items, wait, run. */
   batches: Map<string, BatchFigures>;
-  /** Database statements of all the server's processes during the run (pixgate_db_statements_total). */
-  statements: number | undefined;
+  /** Database statements of all the server's processes during the run, by source (pixgate_db_statements_total). */
+  statements: Map<string, number> | undefined;
 }
 
 interface BatchFigures {
@@ -426,7 +431,7 @@ async function run(t: Target, pool: Pool, seconds: number, next: () => BenchRequ
   }
   const cpu = cpuBefore ? cpuBetween(cpuBefore, cpuSnapshot(pids)) : undefined;
   const statementsAfter = await t.statements();
-  const statements = statementsBefore === undefined || statementsAfter === undefined ? undefined : statementsAfter - statementsBefore;
+  const statements = statementsBefore === undefined || statementsAfter === undefined ? undefined : new Map([...statementsAfter].map(([source, n]) => [source, n - (statementsBefore.get(source) ?? 0)]));
   const batches = new Map<string, BatchFigures>();
   for (const [name, after] of batchFigures(await t.metrics())) {
     const before = batchesBefore.get(name) ?? { batches: 0, items: 0, waitSeconds: 0, runSeconds: 0 };
@@ -467,6 +472,12 @@ function cpfValidations(m: Merchant, version: 1 | 2) {
   };
 }
 
+function sum(values: Iterable<number>): number {
+  let total = 0;
+  for (const v of values) total += v;
+  return total;
+}
+
 function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
@@ -503,7 +514,15 @@ function report(workers: number, key: string, name: string, r: RunResult, versus
           ]
         : []),
       // Round trips to the database per request, background work included (settlements, fan-out).
-      ...(r.statements !== undefined && r.requests ? [`  statements    ${(r.statements / r.requests).toFixed(2)} per request (all processes, background included)`] : []),
+      ...(r.statements !== undefined && r.requests
+        ? [
+            `  statements    ${(sum(r.statements.values()) / r.requests).toFixed(2)} per request (${[...r.statements]
+              .filter(([, n]) => n > 0)
+              .sort((a, b) => b[1] - a[1])
+              .map(([source, n]) => `${source} ${(n / r.requests).toFixed(2)}`)
+              .join(', ')})`,
+          ]
+        : []),
       // Group commit (pixgate_batch_*): a request spends about one mean wait and one mean run of
       // each batcher on its path; the wait is the time behind the batches already running.
       ...[...r.batches].map(
@@ -518,10 +537,14 @@ function report(workers: number, key: string, name: string, r: RunResult, versus
 /** Statements per second of an idle server (no requests), from its own counter. */
 async function idle(t: Target, workers: number): Promise<void> {
   await new Promise((r) => setTimeout(r, 3_000)); // let start-up work (migrations, first ticks) finish
-  const a = await t.statements();
+  const total = async () => {
+    const bySource = await t.statements();
+    return bySource && sum(bySource.values());
+  };
+  const a = await total();
   const t0 = performance.now();
   await new Promise((r) => setTimeout(r, 10_000));
-  const b = await t.statements();
+  const b = await total();
   const seconds = (performance.now() - t0) / 1000;
   // The scrape itself issues no database statement; gauges read from the database would, so the
   // counter's own scrape is taken once at each end and its share (if any) is included honestly.
