@@ -573,11 +573,12 @@ export async function markSentWithEvents(sql: Sql, marks: readonly SentMark[]): 
      t AS (
        UPDATE transactions tr SET stage = 2, payment_status = i.payment_status, updated_at = i.updated_at
          FROM items i
-        -- stage < 2 is stage = 1 (stages are 1 to 3), written so that the record is found by its
-        -- primary key: with stage = 1 the planner could take the partial index of stage-1 records
-        -- (recovery's), which holds every record that was ever at stage 1 until VACUUM — it read
-        -- thousands of them for a batch of 16 under the bench.
-        WHERE tr.id = i.id AND tr.stage < 2
+        -- The records are found by their primary key, one probe each (id = ANY of the batch's
+        -- ids): joined on tr.id = i.id alone, the planner estimated "stage < 2" at a row or two
+        -- and scanned the whole table for every batch. stage < 2 is stage = 1 (stages are 1 to
+        -- 3), written so that the partial index of stage-1 records (recovery's), which holds
+        -- every record that was ever at stage 1 until VACUUM, is never the way in.
+        WHERE tr.id = ANY (ARRAY(SELECT id FROM items)) AND tr.id = i.id AND tr.stage < 2
           AND (i.claim_id IS NULL OR EXISTS (
                 SELECT 1 FROM idempotency_keys k WHERE k.id = i.claim_id AND k.owner_token = i.claim_token AND k.status = 'in_progress'))
        RETURNING tr.account_id, tr.transaction_id, i.n),

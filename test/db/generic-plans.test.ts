@@ -22,7 +22,7 @@ import { openTestDatabase, type TestDatabase } from '../helpers/db.js';
 const url = process.env.TEST_DATABASE_URL;
 const ACCOUNTS = 13;
 
-describe.skipIf(!url)('plans of step 1 on postgres', () => {
+describe.skipIf(!url)('plans of the cash-out statements on postgres', () => {
   let t: TestDatabase;
   let db: Database;
   beforeAll(async () => {
@@ -116,5 +116,50 @@ describe.skipIf(!url)('plans of step 1 on postgres', () => {
     // than the custom plans (plus their planning). Each batch's custom plan is estimated at least
     // as dear as the generic one; with the windows as arrays, every one of these was cheaper.
     for (const c of costs) expect(c.custom).toBeGreaterThanOrEqual(c.generic);
+  });
+
+  it('the stage-2 record finds its records by primary key, never by a scan of transactions, under either plan', async () => {
+    const { merchant, account } = await createMerchant(db, { name: 'Loja Plano Envio', document: '11222333000181' });
+    // A history of final records and a few at stage 1, with statistics as autovacuum keeps them:
+    // "stage < 2" is then estimated at a row or two, which made a nested loop over a scan of the
+    // whole table look cheapest (seen under the bench: every stage-2 batch read every record).
+    await db.query(
+      `INSERT INTO transactions (transaction_id, account_id, kind, type, direction, status, payment_status, stage, end_to_end_id, amount)
+       SELECT 'HIST' || g, $1, 'cash_out', 'pix', 'outbound', 1, 'settled', 3, 'EHIST' || g, 100 FROM generate_series(1, 5000) g`,
+      [account.id],
+    );
+    const ids = (
+      await db.query<{ id: string }>(
+        `INSERT INTO transactions (transaction_id, account_id, kind, type, direction, status, payment_status, stage, end_to_end_id, amount)
+         SELECT 'SENT' || g, $1, 'cash_out', 'pix', 'outbound', 2, 'processing', 1, 'ESENT' || g, 100 FROM generate_series(1, 12) g RETURNING id`,
+        [account.id],
+      )
+    ).map((r) => r.id);
+    const tables = await db.query<{ t: string }>(`SELECT format('%I.%I', schemaname, tablename) AS t FROM pg_tables WHERE schemaname = current_schema()`);
+    await db.query(`ANALYZE ${tables.map((r) => r.t).join(', ')}`);
+    const sent: { text: string; params: readonly unknown[] }[] = [];
+    const recording: Sql = { query: (text, params = []) => (sent.push({ text, params }), db.query(text, params)), exec: (script) => db.exec(script) };
+    const marks = (batch: string[]): repo.SentMark[] =>
+      batch.map((id) => ({
+        row: { id, merchant_id: merchant.id } as repo.OwnedTransaction,
+        paymentStatus: 'processing',
+        now: new Date(),
+        event: { event: 'pix.payout.processing', body: { id } },
+        answer: null,
+      }));
+    for (let k = 0; k < 6; k++) expect(await repo.markSentWithEvents(recording, marks(ids.slice(2 * k, 2 * k + 2)))).toEqual([{ recorded: false }, { recorded: false }]);
+    const st = sent[0]!;
+    const [prepared] = await db.query<{ name: string }>(`SELECT name FROM pg_prepared_statements WHERE statement = $1`, [st.text]);
+    for (const mode of ['force_custom_plan', 'force_generic_plan']) {
+      await db.query(`SET plan_cache_mode = ${mode}`);
+      try {
+        const plan = (await db.query<Record<string, string>>(`EXPLAIN EXECUTE ${prepared!.name}(${pg.escapeLiteral(String(st.params[0]))})`)).map((r) => Object.values(r)[0]).join('\n');
+        // An index scan of the primary key, or a bitmap of it: one probe per id either way.
+        expect(plan).toMatch(/Index Scan (using|on) transactions_pkey/);
+        expect(plan).not.toMatch(/Seq Scan on transactions/);
+      } finally {
+        await db.query('RESET plan_cache_mode');
+      }
+    }
   });
 });
