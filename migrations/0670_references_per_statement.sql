@@ -11,9 +11,8 @@
 -- The lock exists so that the referenced row cannot be deleted (or its key changed) before the
 -- referencing row commits. Here such rows are never deleted and their ids never change — now
 -- enforced below — so a check that sees the row is as good as the lock, and it is done once per
--- statement on the rows the statement wrote (the transition tables of the statement triggers
--- that already run: the ledger's running balances, the outbox's pending queue). Refusals keep
--- SQLSTATE 23503 (foreign_key_violation) and the old constraints' names.
+-- statement on the rows the statement wrote (a statement trigger over its transition table).
+-- Refusals keep SQLSTATE 23503 (foreign_key_violation) and the old constraints' names.
 ALTER TABLE ledger_entries
   DROP CONSTRAINT ledger_entries_ledger_transaction_id_fkey,
   DROP CONSTRAINT ledger_entries_ledger_account_id_fkey;
@@ -40,13 +39,15 @@ CREATE TRIGGER ledger_transactions_id_stays BEFORE UPDATE OF id ON ledger_transa
 CREATE TRIGGER merchants_id_stays BEFORE UPDATE OF id ON merchants FOR EACH ROW WHEN (OLD.id IS DISTINCT FROM NEW.id) EXECUTE FUNCTION referenced_rows_stay();
 CREATE TRIGGER accounts_id_stays BEFORE UPDATE OF id ON accounts FOR EACH ROW WHEN (OLD.id IS DISTINCT FROM NEW.id) EXECUTE FUNCTION referenced_rows_stay();
 
--- The ledger's statement trigger (migration 0630) checks the references of the statement's entries
--- first. Each check is a scalar subquery per entry — one probe of the referenced primary key — which
--- the planner cannot turn into a scan of the whole ledger. Entries are append-only (0001), so
--- inserts are the only writes to check.
-CREATE OR REPLACE FUNCTION ledger_apply_entries() RETURNS trigger LANGUAGE plpgsql AS $$
+-- The checks: a statement trigger beside the one each table has already (the ledger's running
+-- balances, 0630; the outbox's queue, 0650), over the same transition table, and before it:
+-- PostgreSQL fires a table's triggers of one event in name order, hence the 0 in the names (the
+-- foreign keys' own triggers, RI_…, came first too). Each check is a scalar
+-- subquery per row — one probe of the referenced primary key — which the planner cannot turn into
+-- a scan of the whole ledger. Entries are append-only (0001), so inserts are the only writes to
+-- check; an event's references cannot change (below).
+CREATE FUNCTION ledger_entries_references() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
-  unbalanced record;
   missing bigint;
 BEGIN
   SELECT n.ledger_account_id INTO missing FROM new_entries n
@@ -61,27 +62,14 @@ BEGIN
     RAISE EXCEPTION 'ledger entry refers to ledger transaction %, which does not exist', missing
       USING ERRCODE = '23503', CONSTRAINT = 'ledger_entries_ledger_transaction_id_fkey';
   END IF;
-  SELECT n.ledger_transaction_id AS id, sum(n.amount) AS total INTO unbalanced
-    FROM new_entries n
-   GROUP BY n.ledger_transaction_id
-  HAVING sum(n.amount) <> 0
-   LIMIT 1;
-  IF FOUND THEN
-    RAISE EXCEPTION 'ledger transaction % is unbalanced by %', unbalanced.id, unbalanced.total
-      USING ERRCODE = '23514', CONSTRAINT = 'ledger_transaction_balanced';
-  END IF;
-  PERFORM 1 FROM ledger_accounts
-    WHERE id IN (SELECT n.ledger_account_id FROM new_entries n) AND tracks_balance
-    ORDER BY id FOR NO KEY UPDATE;
-  UPDATE ledger_accounts la SET balance = la.balance + d.delta
-    FROM (SELECT n.ledger_account_id, sum(n.amount) AS delta FROM new_entries n GROUP BY n.ledger_account_id) d
-   WHERE la.id = d.ledger_account_id AND la.tracks_balance AND d.delta <> 0;
   RETURN NULL;
 END $$;
 
--- The outbox's statement trigger (migration 0650) checks the merchant and the account of the
--- statement's events before it queues them for fan-out.
-CREATE OR REPLACE FUNCTION outbox_events_pending() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE TRIGGER ledger_entries_0_references AFTER INSERT ON ledger_entries
+  REFERENCING NEW TABLE AS new_entries
+  FOR EACH STATEMENT EXECUTE FUNCTION ledger_entries_references();
+
+CREATE FUNCTION outbox_events_references() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
   missing bigint;
 BEGIN
@@ -97,10 +85,12 @@ BEGIN
     RAISE EXCEPTION 'outbox event refers to account %, which does not exist', missing
       USING ERRCODE = '23503', CONSTRAINT = 'outbox_events_account_id_fkey';
   END IF;
-  INSERT INTO outbox_pending (id, subject) SELECT n.id, n.subject FROM new_events n ORDER BY n.id;
   RETURN NULL;
-END;
-$$;
+END $$;
+
+CREATE TRIGGER outbox_events_0_references AFTER INSERT ON outbox_events
+  REFERENCING NEW TABLE AS new_events
+  FOR EACH STATEMENT EXECUTE FUNCTION outbox_events_references();
 
 -- An event's merchant and account are written once.
 CREATE FUNCTION outbox_events_references_stay() RETURNS trigger LANGUAGE plpgsql AS $$
