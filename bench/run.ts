@@ -83,8 +83,6 @@ interface Target {
   adminToken: string;
   /** pids of the server's processes (primary and cluster workers); empty for BENCH_URL. */
   pids(): number[];
-  /** Database statements so far by source (request, background, rail, listen; summed over workers), or undefined if not measurable. */
-  statements(): Promise<Map<string, number> | undefined>;
   /** The Prometheus text of METRICS_PORT (summed over workers), or undefined. */
   metrics(): Promise<string | undefined>;
   /** ANALYZE of the server's tables (a started server's schema only), as autovacuum would. */
@@ -197,7 +195,6 @@ async function startTarget(workers: number, webhookPort: number): Promise<Target
       url: env.BENCH_URL.replace(/\/$/, ''),
       adminToken: env.BENCH_ADMIN_TOKEN,
       pids: () => [],
-      statements: async () => undefined,
       metrics: async () => undefined,
       analyze: async () => {},
       stop: async () => {},
@@ -252,21 +249,6 @@ async function startTarget(workers: number, webhookPort: number): Promise<Target
     async metrics() {
       try {
         return await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-      } catch {
-        return undefined;
-      }
-    },
-    async statements() {
-      try {
-        const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-        const lines = text.split('\n').filter((l) => l.startsWith('pixgate_db_statements_total'));
-        if (lines.length === 0) return undefined;
-        const bySource = new Map<string, number>();
-        for (const l of lines) {
-          const source = /pool="([^"]*)"/.exec(l)?.[1] ?? '';
-          bySource.set(source, (bySource.get(source) ?? 0) + Number(l.slice(l.lastIndexOf(' ') + 1)));
-        }
-        return bySource;
       } catch {
         return undefined;
       }
@@ -372,6 +354,21 @@ interface BatchFigures {
 }
 
 /** The pixgate_batch_* counters of a scrape, by batcher. */
+/**
+ * Database statements so far by source (request, background, rail, listen; summed over workers)
+ * from the Prometheus text of pixgate_db_statements_total, or undefined if it has none.
+ */
+function statementCounts(text: string | undefined): Map<string, number> | undefined {
+  const lines = (text ?? '').split('\n').filter((l) => l.startsWith('pixgate_db_statements_total'));
+  if (lines.length === 0) return undefined;
+  const bySource = new Map<string, number>();
+  for (const l of lines) {
+    const source = /pool="([^"]*)"/.exec(l)?.[1] ?? '';
+    bySource.set(source, (bySource.get(source) ?? 0) + Number(l.slice(l.lastIndexOf(' ') + 1)));
+  }
+  return bySource;
+}
+
 function batchFigures(text: string | undefined): Map<string, BatchFigures> {
   const out = new Map<string, BatchFigures>();
   const LINE = /^pixgate_batch_(items_count|items_sum|duration_seconds_sum)\{batcher="([a-z_]+)"(?:,phase="([a-z]+)")?\} (\S+)$/;
@@ -401,8 +398,9 @@ async function run(t: Target, pool: Pool, seconds: number, next: () => BenchRequ
   const pids = t.pids();
   const maxRss = pids.map(() => 0);
   const sampler = setInterval(() => pids.forEach((pid, i) => (maxRss[i] = Math.max(maxRss[i]!, rssMb(pid) ?? 0))), 250);
-  const batchesBefore = batchFigures(await t.metrics());
-  const statementsBefore = await t.statements();
+  const metricsBefore = await t.metrics();
+  const batchesBefore = batchFigures(metricsBefore);
+  const statementsBefore = statementCounts(metricsBefore);
   const local = process.platform === 'linux' && !env.BENCH_URL;
   const cpuBefore = local ? cpuSnapshot(pids) : undefined;
   const started = performance.now();
@@ -430,10 +428,11 @@ async function run(t: Target, pool: Pool, seconds: number, next: () => BenchRequ
     writeFileSync(join(env.BENCH_TRACE, `${traceName}.txt`), starts.map((s, i) => `${s.toFixed(1)} ${latencies[i]!.toFixed(1)}\n`).join(''));
   }
   const cpu = cpuBefore ? cpuBetween(cpuBefore, cpuSnapshot(pids)) : undefined;
-  const statementsAfter = await t.statements();
+  const metricsAfter = await t.metrics();
+  const statementsAfter = statementCounts(metricsAfter);
   const statements = statementsBefore === undefined || statementsAfter === undefined ? undefined : new Map([...statementsAfter].map(([source, n]) => [source, n - (statementsBefore.get(source) ?? 0)]));
   const batches = new Map<string, BatchFigures>();
-  for (const [name, after] of batchFigures(await t.metrics())) {
+  for (const [name, after] of batchFigures(metricsAfter)) {
     const before = batchesBefore.get(name) ?? { batches: 0, items: 0, waitSeconds: 0, runSeconds: 0 };
     const d = { batches: after.batches - before.batches, items: after.items - before.items, waitSeconds: after.waitSeconds - before.waitSeconds, runSeconds: after.runSeconds - before.runSeconds };
     if (d.batches > 0) batches.set(name, d);
@@ -538,7 +537,7 @@ function report(workers: number, key: string, name: string, r: RunResult, versus
 async function idle(t: Target, workers: number): Promise<void> {
   await new Promise((r) => setTimeout(r, 3_000)); // let start-up work (migrations, first ticks) finish
   const total = async () => {
-    const bySource = await t.statements();
+    const bySource = statementCounts(await t.metrics());
     return bySource && sum(bySource.values());
   };
   const a = await total();
