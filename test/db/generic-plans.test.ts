@@ -34,6 +34,35 @@ describe.skipIf(!url)('plans of the cash-out statements on postgres', () => {
     await t?.close();
   });
 
+  /** A statement as the repository sent it. */
+  type Sent = { text: string; params: readonly unknown[] };
+  type PlanMode = 'force_custom_plan' | 'force_generic_plan';
+
+  /** `db` as the repository sees it, every statement recorded on its way to the database. */
+  function recording(): { sql: Sql; sent: Sent[] } {
+    const sent: Sent[] = [];
+    return { sent, sql: { query: (text, params = []) => (sent.push({ text, params }), db.query(text, params)), exec: (script) => db.exec(script) } };
+  }
+
+  /** Statistics of every table of the schema, as autovacuum keeps them on a live database. */
+  async function analyzeAll(): Promise<void> {
+    const tables = await db.query<{ t: string }>(`SELECT format('%I.%I', schemaname, tablename) AS t FROM pg_tables WHERE schemaname = current_schema()`);
+    await db.query(`ANALYZE ${tables.map((r) => r.t).join(', ')}`);
+  }
+
+  /** The plan (EXPLAIN text) PostgreSQL makes of the prepared statement `st` for its parameters, in one plan_cache_mode. */
+  async function explainPrepared(st: Sent, mode: PlanMode): Promise<string> {
+    const [prepared] = await db.query<{ name: string }>(`SELECT name FROM pg_prepared_statements WHERE statement = $1`, [st.text]);
+    await db.query(`SET plan_cache_mode = ${mode}`);
+    try {
+      // EXPLAIN EXECUTE takes no bind parameters: the values go as literals (all are jsonb text).
+      const literals = st.params.map((p) => pg.escapeLiteral(String(p))).join(', ');
+      return (await db.query<Record<string, string>>(`EXPLAIN EXECUTE ${prepared!.name}(${literals})`)).map((r) => Object.values(r)[0]).join('\n');
+    } finally {
+      await db.query('RESET plan_cache_mode');
+    }
+  }
+
   it('the reserve statement is never estimated cheaper planned for its parameters than by its generic plan, so PostgreSQL keeps the generic plan', async () => {
     const accounts = [];
     for (let a = 0; a < ACCOUNTS; a++) {
@@ -60,25 +89,13 @@ describe.skipIf(!url)('plans of the cash-out statements on postgres', () => {
       `INSERT INTO cash_out_usage (account_id, window_kind, window_start, amount)
        SELECT a.id, 'day', now() - make_interval(days => d), 100 FROM accounts a CROSS JOIN generate_series(1, 2000) d`,
     );
-    const tables = await db.query<{ t: string }>(`SELECT format('%I.%I', schemaname, tablename) AS t FROM pg_tables WHERE schemaname = current_schema()`);
-    await db.query(`ANALYZE ${tables.map((r) => r.t).join(', ')}`);
+    await analyzeAll();
     const now = new Date();
     const windows: repo.UsageWindow[] = [{ kind: 'day', start: new Date(now.getTime() - 60_000) }];
     const runs = 10;
     const costs: { generic: number; custom: number }[] = [];
     /** The estimated total cost of the prepared statement for these parameters, in one plan mode. */
-    const cost = async (st: { text: string; params: readonly unknown[] }, mode: string) => {
-      const [prepared] = await db.query<{ name: string }>(`SELECT name FROM pg_prepared_statements WHERE statement = $1`, [st.text]);
-      await db.query(`SET plan_cache_mode = ${mode}`);
-      try {
-        // EXPLAIN EXECUTE takes no bind parameters: the values go as literals (all are jsonb text).
-        const literals = st.params.map((p) => pg.escapeLiteral(String(p))).join(', ');
-        const [plan] = await db.query<Record<string, string>>(`EXPLAIN EXECUTE ${prepared!.name}(${literals})`);
-        return Number(/cost=[\d.]+\.\.([\d.]+)/.exec(Object.values(plan!)[0]!)![1]);
-      } finally {
-        await db.query(`RESET plan_cache_mode`);
-      }
-    };
+    const cost = async (st: Sent, mode: PlanMode) => Number(/cost=[\d.]+\.\.([\d.]+)/.exec(await explainPrepared(st, mode))![1]);
     for (let run = 0; run < runs; run++) {
       // Batches of 4 to 13 cash-outs, one per account, as under load: a custom plan would see
       // each batch's own sizes.
@@ -104,10 +121,8 @@ describe.skipIf(!url)('plans of the cash-out statements on postgres', () => {
         claim: null,
       }));
       const checked: repo.CheckedAccount[] = batch.map(({ accountId, config }) => ({ account_id: accountId, exact: false, debit: 100, caps: { day: 1e12 }, config }));
-      // The statement as the repository sends it, recorded on its way to the database.
-      const sent: { text: string; params: readonly unknown[] }[] = [];
-      const recording: Sql = { query: (text, params = []) => (sent.push({ text, params }), db.query(text, params)), exec: (script) => db.exec(script) };
-      const written = await repo.reserveCashOutsIfUnchanged(recording, items, windows, checked);
+      const { sql, sent } = recording();
+      const written = await repo.reserveCashOutsIfUnchanged(sql, items, windows, checked);
       costs.push({ generic: await cost(sent[0]!, 'force_generic_plan'), custom: await cost(sent[0]!, 'force_custom_plan') });
       expect(written.unchanged).toEqual(new Set(batch.map((b) => b.accountId)));
       expect(written.rows.map((r) => r.transaction_id)).toEqual(items.map((i) => i.transaction_id));
@@ -135,10 +150,8 @@ describe.skipIf(!url)('plans of the cash-out statements on postgres', () => {
         [account.id],
       )
     ).map((r) => r.id);
-    const tables = await db.query<{ t: string }>(`SELECT format('%I.%I', schemaname, tablename) AS t FROM pg_tables WHERE schemaname = current_schema()`);
-    await db.query(`ANALYZE ${tables.map((r) => r.t).join(', ')}`);
-    const sent: { text: string; params: readonly unknown[] }[] = [];
-    const recording: Sql = { query: (text, params = []) => (sent.push({ text, params }), db.query(text, params)), exec: (script) => db.exec(script) };
+    await analyzeAll();
+    const { sql, sent } = recording();
     const marks = (batch: string[]): repo.SentMark[] =>
       batch.map((id) => ({
         row: { id, merchant_id: merchant.id } as repo.OwnedTransaction,
@@ -147,19 +160,12 @@ describe.skipIf(!url)('plans of the cash-out statements on postgres', () => {
         event: { event: 'pix.payout.processing', body: { id } },
         answer: null,
       }));
-    for (let k = 0; k < 6; k++) expect(await repo.markSentWithEvents(recording, marks(ids.slice(2 * k, 2 * k + 2)))).toEqual([{ recorded: false }, { recorded: false }]);
-    const st = sent[0]!;
-    const [prepared] = await db.query<{ name: string }>(`SELECT name FROM pg_prepared_statements WHERE statement = $1`, [st.text]);
-    for (const mode of ['force_custom_plan', 'force_generic_plan']) {
-      await db.query(`SET plan_cache_mode = ${mode}`);
-      try {
-        const plan = (await db.query<Record<string, string>>(`EXPLAIN EXECUTE ${prepared!.name}(${pg.escapeLiteral(String(st.params[0]))})`)).map((r) => Object.values(r)[0]).join('\n');
-        // An index scan of the primary key, or a bitmap of it: one probe per id either way.
-        expect(plan).toMatch(/Index Scan (using|on) transactions_pkey/);
-        expect(plan).not.toMatch(/Seq Scan on transactions/);
-      } finally {
-        await db.query('RESET plan_cache_mode');
-      }
+    for (let k = 0; k < 6; k++) expect(await repo.markSentWithEvents(sql, marks(ids.slice(2 * k, 2 * k + 2)))).toEqual([{ recorded: false }, { recorded: false }]);
+    for (const mode of ['force_custom_plan', 'force_generic_plan'] as const) {
+      const plan = await explainPrepared(sent[0]!, mode);
+      // An index scan of the primary key, or a bitmap of it: one probe per id either way.
+      expect(plan).toMatch(/Index Scan (using|on) transactions_pkey/);
+      expect(plan).not.toMatch(/Seq Scan on transactions/);
     }
   });
 });
