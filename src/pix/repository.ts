@@ -122,23 +122,29 @@ export async function returnedTotal(sql: Sql, originalId: string): Promise<numbe
 }
 
 /**
- * Claims outbound records left at stage 1 (accepted here, never acknowledged by the rail) since
- * before `staleBefore`, bumping `updated_at` so another process does not take them too.
+ * The oldest `updated_at` of an order claimUnsent would take once stale (null: none). Records at
+ * stage 1 are found among those in flight (transactions_in_flight_idx, migration 0680: no index
+ * reads `stage` or `updated_at`, so the acknowledgement updates a record in place).
  */
-/** The oldest `updated_at` of an order claimUnsent would take once stale (null: none). */
 export async function oldestUnsent(sql: Sql): Promise<Date | null> {
   const [row] = await sql.query<{ at: Date | null }>(
-    `SELECT min(updated_at) AS at FROM transactions WHERE stage = 1 AND kind IN ('cash_out', 'refund', 'med_refund')`,
+    `SELECT min(updated_at) AS at FROM transactions
+      WHERE statement_status = 'in_flight' AND stage = 1 AND kind IN ('cash_out', 'refund', 'med_refund')`,
   );
   return row?.at ?? null;
 }
 
+/**
+ * Claims outbound records left at stage 1 (accepted here, never acknowledged by the rail) since
+ * before `staleBefore`, bumping `updated_at` so another process does not take them too.
+ */
 export async function claimUnsent(sql: Sql, staleBefore: Date, now: Date, limit: number): Promise<OwnedTransaction[]> {
   return sql.query<OwnedTransaction>(
     `WITH c AS (
        UPDATE transactions SET updated_at = $2
         WHERE id IN (SELECT id FROM transactions
-                      WHERE stage = 1 AND updated_at < $1 AND kind IN ('cash_out', 'refund', 'med_refund')
+                      WHERE statement_status = 'in_flight' AND stage = 1 AND updated_at < $1
+                        AND kind IN ('cash_out', 'refund', 'med_refund')
                       ORDER BY updated_at LIMIT $3 FOR UPDATE SKIP LOCKED)
         RETURNING *)
      SELECT c.*, a.merchant_id FROM c JOIN accounts a ON a.id = c.account_id`,
