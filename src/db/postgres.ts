@@ -24,24 +24,30 @@ const types = {
 
 const MAX_ATTEMPTS = 5;
 
-/** PostgreSQL server through a connection pool (node-postgres). */
 /**
- * Long parameterized statements (the money path's CTEs) run as named prepared statements: each
- * connection parses and plans one once, then only binds and executes it — planning a CTE of five
- * data-modifying parts cost more than running it. Named by a digest of the text, so one text is
- * one statement; short statements stay unnamed (their planning is cheap).
+ * Parameterized statements run as named prepared statements: each connection parses and plans one
+ * once, then only binds and executes it — planning a CTE of five data-modifying parts cost more
+ * than running it, and planning a one-table look-up by key (the directory's, the settlement's read
+ * of its records, GET /balance's) was most of what it cost PostgreSQL (`bench:profile`: the
+ * directory look-up 34 of its 42 ms, when only statements of 400 characters or more were
+ * prepared). Named by a digest of the text, so one text is one statement. Not prepared: a
+ * statement without parameters, one marked PLAN_EACH_RUN, and any text past the first
+ * `MAX_PREPARED_TEXTS` this process has seen — so that texts built at run time can never grow
+ * every connection's prepared statements without bound.
  */
-const PREPARE_MIN_LENGTH = 400;
+export const MAX_PREPARED_TEXTS = 2000;
 const preparedNames = new Map<string, string>();
-function preparedName(text: string): string {
-  let name = preparedNames.get(text);
+export function preparedName(text: string, names: Map<string, string> = preparedNames, max = MAX_PREPARED_TEXTS): string | undefined {
+  let name = names.get(text);
   if (!name) {
+    if (names.size >= max) return undefined;
     name = `px_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`;
-    if (preparedNames.size < 2000) preparedNames.set(text, name);
+    names.set(text, name);
   }
   return name;
 }
 
+/** PostgreSQL server through a connection pool (node-postgres). */
 export async function openPostgres(options: PostgresOptions): Promise<Database> {
   const pool = new pg.Pool({
     connectionString: options.url,
@@ -71,7 +77,7 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
     const cell = counts.cell(source);
     const run = async <R>(client: pg.Pool | pg.PoolClient, text: string, params: readonly unknown[] = []) => {
       cell.n++;
-      const name = params.length > 0 && text.length >= PREPARE_MIN_LENGTH && !text.startsWith(PLAN_EACH_RUN) ? preparedName(text) : undefined;
+      const name = params.length > 0 && !text.startsWith(PLAN_EACH_RUN) ? preparedName(text) : undefined;
       return (await client.query(name ? { name, text, values: params as unknown[] } : { text, values: params as unknown[] })).rows as R[];
     };
     const db: Database = {
