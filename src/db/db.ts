@@ -10,7 +10,7 @@ export type Row = Record<string, unknown>;
 
 /**
  * A statement whose text starts with this comment is planned on each run, never prepared (the
- * PostgreSQL adapter prepares long parameterized statements, and PostgreSQL then keeps a generic
+ * PostgreSQL adapter prepares parameterized statements, and PostgreSQL then keeps a generic
  * plan per connection). For statements over queue tables that swing between empty and busy: a
  * generic plan made while such a table was analyzed empty joined it by sequential scans and
  * nested loops, and stayed while it filled (docs/decisions.md, "Query plans on young tables").
