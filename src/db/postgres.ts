@@ -27,13 +27,12 @@ const MAX_ATTEMPTS = 5;
 /**
  * Parameterized statements run as named prepared statements: each connection parses and plans one
  * once, then only binds and executes it — planning a CTE of five data-modifying parts cost more
- * than running it, and planning a one-table look-up by key (the directory's, the settlement's read
- * of its records, GET /balance's) was most of what it cost PostgreSQL (`bench:profile`: the
- * directory look-up 34 of its 42 ms, when only statements of 400 characters or more were
- * prepared). Named by a digest of the text, so one text is one statement. Not prepared: a
- * statement without parameters, one marked PLAN_EACH_RUN, and any text past the first
- * `MAX_PREPARED_TEXTS` this process has seen — so that texts built at run time can never grow
- * every connection's prepared statements without bound.
+ * than running it, and planning short statements was most of what some cost PostgreSQL (the
+ * settlement's read of its records: 76 of 164 ms in `bench:profile`, when only statements of 400
+ * characters or more were prepared; 6 of 94 after). Named by a digest of the text, so one text
+ * is one statement. Not prepared: a statement without parameters, one marked PLAN_EACH_RUN, and
+ * any text past the first `MAX_PREPARED_TEXTS` this process has seen — so that texts built at run
+ * time can never grow every connection's prepared statements without bound.
  */
 export const MAX_PREPARED_TEXTS = 2000;
 const preparedNames = new Map<string, string>();
