@@ -585,8 +585,10 @@ export async function markSentWithEvents(sql: Sql, marks: readonly SentMark[]): 
         -- 3), written so that the partial index of stage-1 records (recovery's), which holds
         -- every record that was ever at stage 1 until VACUUM, is never the way in.
         WHERE tr.id = ANY (ARRAY(SELECT id FROM items)) AND tr.id = i.id AND tr.stage < 2
-          AND (i.claim_id IS NULL OR EXISTS (
-                SELECT 1 FROM idempotency_keys k WHERE k.id = i.claim_id AND k.owner_token = i.claim_token AND k.status = 'in_progress'))
+          -- The claim still held: a scalar subquery, one probe of the primary key per record (an
+          -- EXISTS could be run as a hashed subplan, a scan of every key of the day per batch).
+          AND (i.claim_id IS NULL OR (
+                SELECT k.status FROM idempotency_keys k WHERE k.id = i.claim_id AND k.owner_token = i.claim_token) = 'in_progress')
        RETURNING tr.account_id, tr.transaction_id, i.n),
      ev AS (
        INSERT INTO outbox_events (event, merchant_id, account_id, subject, payload)

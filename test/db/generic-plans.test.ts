@@ -168,4 +168,72 @@ describe.skipIf(!url)('plans of the cash-out statements on postgres', () => {
       expect(plan).not.toMatch(/Seq Scan on transactions/);
     }
   });
+  it('the idempotency answers of both statements, and the reserve’s configuration check, read by primary key, never by a scan of idempotency_keys or accounts, under either plan', async () => {
+    const { merchant, account } = await createMerchant(db, { name: 'Loja Plano Chaves', document: '11222333000181' });
+    await deposit(db, systemClock, { accountId: account.id, amountCents: 1_000_000 });
+    // A day of answered keys (signed v2 requests keep theirs 24 h), with statistics: joined on
+    // the batch's claims (estimated at 100 rows), a hash join over a scan of the whole table
+    // looked cheapest, and every batch read every key — those of cash-outs without a key too.
+    await db.query(
+      `INSERT INTO idempotency_keys (merchant_id, method, path, key, request_hash, status, owner_token, locked_until, response_status, response_body, expires_at)
+       SELECT $1, 'POST', '/api/external/cpf/validate', 'k' || g, 'h', 'completed', gen_random_uuid(), now(), 200, '{}', now() + interval '1 day'
+         FROM generate_series(1, 20000) g`,
+      [merchant.id],
+    );
+    // And many merchants: the reserve statement's check that a remembered configuration still
+    // stands must read the batch's accounts, not join every account with its merchant.
+    await db.query(`INSERT INTO merchants (name, document) SELECT 'Loja ' || g, '11222333000181' FROM generate_series(1, 20000) g`);
+    await db.query(`INSERT INTO accounts (merchant_id) SELECT id FROM merchants WHERE name LIKE 'Loja %' AND NOT EXISTS (SELECT 1 FROM accounts a WHERE a.merchant_id = merchants.id)`);
+    await analyzeAll();
+    const now = new Date();
+    const windows: repo.UsageWindow[] = [{ kind: 'day', start: new Date(now.getTime() - 60_000) }];
+    const config = {
+      merchant_id: merchant.id,
+      cash_out_fee_cents: account.cash_out_fee_cents,
+      cash_out_max_amount_cents: account.cash_out_max_amount_cents,
+      cash_out_daily_limit_cents: account.cash_out_daily_limit_cents,
+      cash_out_nighttime_limit_cents: account.cash_out_nighttime_limit_cents,
+      holder_name: merchant.name,
+      holder_document: merchant.document,
+    };
+    const { sql, sent } = recording();
+    const items: repo.NewCashOut[] = [0, 1].map((k) => ({
+      id: randomUUID(),
+      account_id: account.id,
+      merchant_id: merchant.id,
+      transaction_id: `KEYS${k}${randomBytes(4).toString('hex')}`,
+      end_to_end_id: `E11111111${Date.now()}${k}`.slice(0, 32),
+      external_id: null,
+      amount: 100,
+      fee_amount: 0,
+      description: '',
+      counterparty_name: 'Receiver',
+      recipient_key: 'receiver@example.com',
+      recipient_key_type: 'email',
+      recipient_document: '52998224725',
+      recipient_ispb: '18236120',
+      request_fingerprint: 'f'.repeat(64),
+      metadata: {},
+      created_at: now,
+      claim: null,
+    }));
+    const checked: repo.CheckedAccount[] = [{ account_id: account.id, exact: false, debit: 200, caps: { day: 1e12 }, config }];
+    const written = await repo.reserveCashOutsIfUnchanged(sql, items, windows, checked);
+    expect(written.rows).toHaveLength(2);
+    const reserve = sent[0]!;
+    expect(
+      await repo.markSentWithEvents(
+        sql,
+        written.rows.map((row) => ({ row, paymentStatus: 'processing', now, event: { event: 'pix.payout.processing', body: { id: row.id } }, answer: null })),
+      ),
+    ).toEqual([{ recorded: false }, { recorded: false }]);
+    const stage2 = sent.at(-1)!;
+    for (const st of [reserve, stage2]) {
+      for (const mode of ['force_custom_plan', 'force_generic_plan'] as const) {
+        const plan = await explainPrepared(st, mode);
+        expect(plan).toMatch(/idempotency_keys_pkey/);
+        expect(plan).not.toMatch(/Seq Scan on (idempotency_keys|accounts|merchants)/);
+      }
+    }
+  });
 });
