@@ -52,10 +52,10 @@ export const WAKE_FLUSH_MS = 10;
 /**
  * A sender of wake-ups to the background worker: every wake-up of a `WAKE_FLUSH_MS` window leaves
  * in one message — a channel once however often it was woken, the engine once per time it is due
- * (times come in 20 ms steps, each sent once, and lie a settlement delay ahead: the window delays
- * nothing that is due). A message costs a write and a wake-up of two processes (this one to the
- * primary, the primary to the background worker); sent one per channel and per time, they were
- * ~4% of an HTTP worker's CPU under the bench at WEB_CONCURRENCY=2.
+ * (times come in 20 ms steps, each sent once, and mostly lie a settlement delay ahead: 1.6 s by
+ * default, against which 10 ms is nothing). A message costs a write and a wake-up of two processes
+ * (this one to the primary, the primary to the background worker); sent one per channel and per
+ * time, the primary relayed twice as many (docs/decisions.md, "One background worker per cluster").
  */
 export function wakeSender(
   send: (m: WakeMessage) => void = (m) => void process.send?.(m, undefined, {}, () => {}),
