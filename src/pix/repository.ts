@@ -581,9 +581,9 @@ export async function markSentWithEvents(sql: Sql, marks: readonly SentMark[]): 
          FROM items i
         -- The records are found by their primary key, one probe each (id = ANY of the batch's
         -- ids): joined on tr.id = i.id alone, the planner estimated "stage < 2" at a row or two
-        -- and scanned the whole table for every batch. stage < 2 is stage = 1 (stages are 1 to
-        -- 3), written so that the partial index of stage-1 records (recovery's), which holds
-        -- every record that was ever at stage 1 until VACUUM, is never the way in.
+        -- and scanned the whole table for every batch. stage < 2 is stage = 1 (stages are 1 to 3).
+        -- The update changes no indexed column, so it is heap-only when the page has room
+        -- (migration 0680).
         WHERE tr.id = ANY (ARRAY(SELECT id FROM items)) AND tr.id = i.id AND tr.stage < 2
           -- The claim still held: a scalar subquery, one probe of the primary key per record (an
           -- EXISTS could be run as a hashed subplan, a scan of every key of the day per batch).
