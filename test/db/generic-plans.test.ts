@@ -63,26 +63,56 @@ describe.skipIf(!url)('plans of the cash-out statements on postgres', () => {
     }
   }
 
+  /** A merchant with a funded account, and its configuration as step 1 remembers it from an earlier read. */
+  async function fundedAccount(name: string) {
+    const { merchant, account } = await createMerchant(db, { name, document: '11222333000181' });
+    await deposit(db, systemClock, { accountId: account.id, amountCents: 1_000_000 });
+    return {
+      merchantId: merchant.id,
+      accountId: account.id,
+      config: {
+        merchant_id: merchant.id,
+        cash_out_fee_cents: account.cash_out_fee_cents,
+        cash_out_max_amount_cents: account.cash_out_max_amount_cents,
+        cash_out_daily_limit_cents: account.cash_out_daily_limit_cents,
+        cash_out_nighttime_limit_cents: account.cash_out_nighttime_limit_cents,
+        holder_name: merchant.name,
+        holder_document: merchant.document,
+      },
+    };
+  }
+
+  /** A cash-out of 100 cents from `account` as step 1 writes it, without an Idempotency-Key. */
+  function newCashOut(account: { merchantId: number; accountId: number }, tag: string, externalId: string | null, now: Date): repo.NewCashOut {
+    return {
+      id: randomUUID(),
+      account_id: account.accountId,
+      merchant_id: account.merchantId,
+      transaction_id: `${tag}${randomBytes(4).toString('hex')}`,
+      end_to_end_id: `E00000000${Date.now()}${tag}`.slice(0, 32),
+      external_id: externalId,
+      amount: 100,
+      fee_amount: 0,
+      description: '',
+      counterparty_name: 'Receiver',
+      recipient_key: 'receiver@example.com',
+      recipient_key_type: 'email',
+      recipient_document: '52998224725',
+      recipient_ispb: '18236120',
+      request_fingerprint: 'f'.repeat(64),
+      metadata: {},
+      created_at: now,
+      claim: null,
+    };
+  }
+
+  /** The stage-2 marks of records the rail took (pix.payout.processing), without answers to record. */
+  const processingMarks = (rows: readonly repo.OwnedTransaction[]): repo.SentMark[] =>
+    rows.map((row) => ({ row, paymentStatus: 'processing', now: new Date(), event: { event: 'pix.payout.processing', body: { id: row.id } }, answer: null }));
+
   it('the reserve statement is never estimated cheaper planned for its parameters than by its generic plan, so PostgreSQL keeps the generic plan', async () => {
     const accounts = [];
-    for (let a = 0; a < ACCOUNTS; a++) {
-      const { merchant, account } = await createMerchant(db, { name: `Loja Plano ${a}`, document: '11222333000181' });
-      await deposit(db, systemClock, { accountId: account.id, amountCents: 1_000_000 });
-      accounts.push({
-        merchantId: merchant.id,
-        accountId: account.id,
-        // As remembered from an earlier read (the path of known accounts).
-        config: {
-          merchant_id: merchant.id,
-          cash_out_fee_cents: account.cash_out_fee_cents,
-          cash_out_max_amount_cents: account.cash_out_max_amount_cents,
-          cash_out_daily_limit_cents: account.cash_out_daily_limit_cents,
-          cash_out_nighttime_limit_cents: account.cash_out_nighttime_limit_cents,
-          holder_name: merchant.name,
-          holder_document: merchant.document,
-        },
-      });
-    }
+    for (let a = 0; a < ACCOUNTS; a++) accounts.push(await fundedAccount(`Loja Plano ${a}`));
     // An account's history of limit windows (one row per day it sent something), and statistics
     // as autovacuum keeps them on a live database.
     await db.query(
@@ -100,26 +130,7 @@ describe.skipIf(!url)('plans of the cash-out statements on postgres', () => {
       // Batches of 4 to 13 cash-outs, one per account, as under load: a custom plan would see
       // each batch's own sizes.
       const batch = accounts.slice(0, 4 + (run % 10));
-      const items: repo.NewCashOut[] = batch.map(({ merchantId, accountId }, k) => ({
-        id: randomUUID(),
-        account_id: accountId,
-        merchant_id: merchantId,
-        transaction_id: `PLAN${run}x${k}${randomBytes(4).toString('hex')}`,
-        end_to_end_id: `E00000000${Date.now()}${run}${k}`.slice(0, 32),
-        external_id: `plan-${run}-${k}`,
-        amount: 100,
-        fee_amount: 0,
-        description: '',
-        counterparty_name: 'Receiver',
-        recipient_key: 'receiver@example.com',
-        recipient_key_type: 'email',
-        recipient_document: '52998224725',
-        recipient_ispb: '18236120',
-        request_fingerprint: 'f'.repeat(64),
-        metadata: {},
-        created_at: now,
-        claim: null,
-      }));
+      const items = batch.map((account, k) => newCashOut(account, `PLAN${run}x${k}`, `plan-${run}-${k}`, now));
       const checked: repo.CheckedAccount[] = batch.map(({ accountId, config }) => ({ account_id: accountId, exact: false, debit: 100, caps: { day: 1e12 }, config }));
       const { sql, sent } = recording();
       const written = await repo.reserveCashOutsIfUnchanged(sql, items, windows, checked);
@@ -152,14 +163,7 @@ describe.skipIf(!url)('plans of the cash-out statements on postgres', () => {
     ).map((r) => r.id);
     await analyzeAll();
     const { sql, sent } = recording();
-    const marks = (batch: string[]): repo.SentMark[] =>
-      batch.map((id) => ({
-        row: { id, merchant_id: merchant.id } as repo.OwnedTransaction,
-        paymentStatus: 'processing',
-        now: new Date(),
-        event: { event: 'pix.payout.processing', body: { id } },
-        answer: null,
-      }));
+    const marks = (batch: string[]) => processingMarks(batch.map((id) => ({ id, merchant_id: merchant.id }) as repo.OwnedTransaction));
     for (let k = 0; k < 6; k++) expect(await repo.markSentWithEvents(sql, marks(ids.slice(2 * k, 2 * k + 2)))).toEqual([{ recorded: false }, { recorded: false }]);
     for (const mode of ['force_custom_plan', 'force_generic_plan'] as const) {
       const plan = await explainPrepared(sent[0]!, mode);
@@ -168,9 +172,9 @@ describe.skipIf(!url)('plans of the cash-out statements on postgres', () => {
       expect(plan).not.toMatch(/Seq Scan on transactions/);
     }
   });
+
   it('the idempotency answers of both statements, and the reserve’s configuration check, read by primary key, never by a scan of idempotency_keys or accounts, under either plan', async () => {
-    const { merchant, account } = await createMerchant(db, { name: 'Loja Plano Chaves', document: '11222333000181' });
-    await deposit(db, systemClock, { accountId: account.id, amountCents: 1_000_000 });
+    const account = await fundedAccount('Loja Plano Chaves');
     // A day of answered keys (signed v2 requests keep theirs 24 h), with statistics: joined on
     // the batch's claims (estimated at 100 rows), a hash join over a scan of the whole table
     // looked cheapest, and every batch read every key — those of cash-outs without a key too.
@@ -178,7 +182,7 @@ describe.skipIf(!url)('plans of the cash-out statements on postgres', () => {
       `INSERT INTO idempotency_keys (merchant_id, method, path, key, request_hash, status, owner_token, locked_until, response_status, response_body, expires_at)
        SELECT $1, 'POST', '/api/external/cpf/validate', 'k' || g, 'h', 'completed', gen_random_uuid(), now(), 200, '{}', now() + interval '1 day'
          FROM generate_series(1, 20000) g`,
-      [merchant.id],
+      [account.merchantId],
     );
     // And many merchants: the reserve statement's check that a remembered configuration still
     // stands must read the batch's accounts, not join every account with its merchant.
@@ -187,46 +191,13 @@ describe.skipIf(!url)('plans of the cash-out statements on postgres', () => {
     await analyzeAll();
     const now = new Date();
     const windows: repo.UsageWindow[] = [{ kind: 'day', start: new Date(now.getTime() - 60_000) }];
-    const config = {
-      merchant_id: merchant.id,
-      cash_out_fee_cents: account.cash_out_fee_cents,
-      cash_out_max_amount_cents: account.cash_out_max_amount_cents,
-      cash_out_daily_limit_cents: account.cash_out_daily_limit_cents,
-      cash_out_nighttime_limit_cents: account.cash_out_nighttime_limit_cents,
-      holder_name: merchant.name,
-      holder_document: merchant.document,
-    };
     const { sql, sent } = recording();
-    const items: repo.NewCashOut[] = [0, 1].map((k) => ({
-      id: randomUUID(),
-      account_id: account.id,
-      merchant_id: merchant.id,
-      transaction_id: `KEYS${k}${randomBytes(4).toString('hex')}`,
-      end_to_end_id: `E11111111${Date.now()}${k}`.slice(0, 32),
-      external_id: null,
-      amount: 100,
-      fee_amount: 0,
-      description: '',
-      counterparty_name: 'Receiver',
-      recipient_key: 'receiver@example.com',
-      recipient_key_type: 'email',
-      recipient_document: '52998224725',
-      recipient_ispb: '18236120',
-      request_fingerprint: 'f'.repeat(64),
-      metadata: {},
-      created_at: now,
-      claim: null,
-    }));
-    const checked: repo.CheckedAccount[] = [{ account_id: account.id, exact: false, debit: 200, caps: { day: 1e12 }, config }];
+    const items = [0, 1].map((k) => newCashOut(account, `KEYS${k}`, null, now));
+    const checked: repo.CheckedAccount[] = [{ account_id: account.accountId, exact: false, debit: 200, caps: { day: 1e12 }, config: account.config }];
     const written = await repo.reserveCashOutsIfUnchanged(sql, items, windows, checked);
     expect(written.rows).toHaveLength(2);
     const reserve = sent[0]!;
-    expect(
-      await repo.markSentWithEvents(
-        sql,
-        written.rows.map((row) => ({ row, paymentStatus: 'processing', now, event: { event: 'pix.payout.processing', body: { id: row.id } }, answer: null })),
-      ),
-    ).toEqual([{ recorded: false }, { recorded: false }]);
+    expect(await repo.markSentWithEvents(sql, processingMarks(written.rows))).toEqual([{ recorded: false }, { recorded: false }]);
     const stage2 = sent.at(-1)!;
     for (const st of [reserve, stage2]) {
       for (const mode of ['force_custom_plan', 'force_generic_plan'] as const) {

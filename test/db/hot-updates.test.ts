@@ -37,8 +37,7 @@ describe.each(BACKENDS)('the acknowledgement of a cash-out updates its record in
     const row = await txRow(s.ctx.db, res.body.transaction_id);
     await s.ctx.db.query('UPDATE transactions SET stage = 1 WHERE id = $1', [row.id]);
     await s.ctx.db.query('VACUUM transactions'); // the page's dead versions gone: room as on a page of fresh records
-    const [owned] = await s.ctx.db.query<OwnedTransaction>('SELECT t.*, a.merchant_id FROM transactions t JOIN accounts a ON a.id = t.account_id WHERE t.id = $1', [row.id]);
-    return owned!;
+    return (await repo.findById(s.ctx.db, row.id))!;
   }
 
   /** Updates of `transactions` by this transaction so far: all, and those made in place (HOT). */
