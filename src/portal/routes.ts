@@ -3,7 +3,9 @@ import { authenticate } from '../auth/credentials.js';
 import { whitelistAllows } from '../auth/ipWhitelist.js';
 import type { Permission } from '../auth/permissions.js';
 import type { AppContext } from '../context.js';
+import type { Sql } from '../db/db.js';
 import { EVENT_CATALOG } from '../events/catalog.js';
+import { idempotencyScopePath } from '../external/pipeline.js';
 import { resolveClientIp } from '../http/clientIp.js';
 import { HttpError } from '../http/errors.js';
 import { readBalances } from '../ledger/ledger.js';
@@ -13,11 +15,12 @@ import { parseDefense } from '../med/routes.js';
 import { createCharge } from '../pix/cashin/charges.js';
 import { parseChargeCommand } from '../pix/cashin/charges.routes.js';
 import { qrCodeDataUrl } from '../pix/cashin/qrImage.js';
-import { parseTef, transfer } from '../tef/tef.js';
+import { parseTef, transfer, type TefResponse } from '../tef/tef.js';
 import { lookup, parseListParams, statement, transactionReceipt } from '../transactions/statement.js';
 import { listView } from '../webhooks/registration.js';
 import * as webhookRepo from '../webhooks/repository.js';
 import { createWebhook, deleteWebhook, resendDelivery, sendTestEvent } from '../webhooks/service.js';
+import { claimForm, completeForm, FORM_FIELD, isFormId, newFormId, recordedOutcome, recordOutcome, type FormOutcome } from './forms.js';
 import { brl, html, Html, parseReais, PORTAL_CSS, when } from './html.js';
 import { can, createSession, csrfMatches, endSession, loadSession, setFlash, type PortalSession } from './session.js';
 
@@ -31,6 +34,15 @@ export const PORTAL_SIGN_IN_PER_MINUTE = 5;
 const FORM_LIMIT_BYTES = 64 * 1024;
 
 type Form = Record<string, string | string[]>;
+
+/** What a form action gets to record its outcome in its operation's own transaction. */
+interface FormRun {
+  record(tx: Sql, outcome: FormOutcome): Promise<void>;
+  /** A success shown on `redirect` (default: the form's page)… */
+  ok(message: string, redirect?: string): FormOutcome;
+  /** …or the refusal an error answer (status, body) says. */
+  refused(statusCode: number, body: unknown): FormOutcome;
+}
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -126,7 +138,9 @@ ${links.length ? html`<nav aria-label="Portal">${links.map((n) => html`<a href="
 <h1>${title}</h1>${body}</main></body></html>`.text;
   };
 
-  const csrfField = (req: FastifyRequest) => html`<input type="hidden" name="_csrf" value="${req.portal!.csrf}">`;
+  /** The hidden fields of every form: the session's CSRF token and a new one-time form id. */
+  const csrfField = (req: FastifyRequest) =>
+    html`<input type="hidden" name="_csrf" value="${req.portal!.csrf}"><input type="hidden" name="${FORM_FIELD}" value="${newFormId()}">`;
 
   const page = (reply: FastifyReply, text: string, status = 200) => reply.code(status).type('text/html; charset=utf-8').send(text);
 
@@ -140,20 +154,58 @@ ${links.length ? html`<nav aria-label="Portal">${links.map((n) => html`<a href="
     permissions: s.key.permissions,
   });
 
-  /** Runs a form action; the outcome is shown on the page it redirects to. */
-  const action = async (req: FastifyRequest, reply: FastifyReply, back: string, run: () => Promise<string | { redirect: string; message: string }>) => {
+  /**
+   * Runs a form action once per form id (src/portal/forms.ts): the first post runs it, a repeat
+   * gets the first outcome. The outcome is shown on the page it redirects to.
+   */
+  const action = async (req: FastifyRequest, reply: FastifyReply, back: string, run: (form: FormRun) => Promise<string | { redirect: string; message: string }>) => {
     const s = req.portal!;
-    let to = back;
-    try {
-      const result = await run();
-      const message = typeof result === 'string' ? result : result.message;
-      if (typeof result !== 'string') to = result.redirect;
-      await setFlash(ctx.db, s, 'ok', message);
-    } catch (err) {
-      if (!(err instanceof HttpError)) req.log.error({ err }, 'portal action failed');
-      await setFlash(ctx.db, s, 'error', errorText(err));
+    const formId = one(req.body as Form, FORM_FIELD);
+    if (!isFormId(formId)) {
+      return page(reply, layout(req, 'Refused', html`<p>The form was out of date (it carries no one-time id). Go back, reload the page and try again.</p>`), 400);
     }
-    return reply.redirect(to, 303);
+    const scopePath = idempotencyScopePath(req);
+    const claimed = await claimForm(ctx.idempotency, { merchantId: s.key.merchant_id, method: 'POST', path: scopePath, key: formId });
+    if (claimed.kind === 'busy') {
+      return page(reply, layout(req, 'Still running', html`<p>This form is still being processed. Look at the statement before sending it again.</p>`), 409);
+    }
+    const refusal = (err: unknown): FormOutcome => ({ kind: 'error', text: errorText(err), redirect: back });
+    let outcome: FormOutcome;
+    if (claimed.kind === 'replay') {
+      outcome = claimed.outcome;
+    } else {
+      const { claim } = claimed;
+      const form: FormRun = {
+        record: (tx, o) => recordOutcome(claim, tx, o),
+        ok: (message, redirect = back) => ({ kind: 'ok', text: message, redirect }),
+        refused: (statusCode, body) => refusal(new HttpError(statusCode, body)),
+      };
+      try {
+        const result = await run(form);
+        outcome = recordedOutcome(claim) ?? (typeof result === 'string' ? form.ok(result) : form.ok(result.message, result.redirect));
+        if (!claim.recorded) await completeForm(ctx.idempotency, claim, outcome);
+      } catch (err) {
+        const recorded = recordedOutcome(claim);
+        if (recorded) {
+          outcome = recorded; // the operation committed with this outcome
+        } else if (err instanceof HttpError && err.statusCode < 500) {
+          outcome = refusal(err); // a refusal is the form's outcome: a repeat gets it too
+          await completeForm(ctx.idempotency, claim, outcome);
+        } else {
+          // Not known to be final (a fault): the form may be sent again and run then.
+          req.log.error({ err }, 'portal action failed');
+          outcome = refusal(err);
+          await ctx.idempotency.release(claim);
+        }
+      }
+    }
+    // The merchant's action, by its key (the portal's own audit trail: the request log).
+    req.log.info(
+      { portal_action: scopePath, client_id: s.key.client_id, merchant_id: s.key.merchant_id, account_id: s.accountId, outcome: outcome.kind, repeat: claimed.kind === 'replay' },
+      'portal action',
+    );
+    await setFlash(ctx.db, s, outcome.kind, outcome.text);
+    return reply.redirect(outcome.redirect, 303);
   };
 
   const forbidden = (req: FastifyRequest, reply: FastifyReply, permission: Permission) =>
@@ -434,7 +486,8 @@ ${rows.map(
       const s = req.portal!;
       if (!can(s, 'pix:write')) return forbidden(req, reply, 'pix:write');
       const f = req.body as Form;
-      return action(req, reply, '/portal/charges', async () => {
+      const created = (id: string) => ({ redirect: `/portal/charges?created=${encodeURIComponent(id)}`, message: `Charge ${id} created` });
+      return action(req, reply, '/portal/charges', async (form) => {
         const expires = opt(f, 'expires_in');
         const command = parseChargeCommand({
           amount: parseReais(one(f, 'amount')) ?? -1,
@@ -444,8 +497,11 @@ ${rows.map(
           ...(opt(f, 'payer_document') ? { payer_document: opt(f, 'payer_document') } : {}),
           ...(opt(f, 'external_id') ? { external_id: opt(f, 'external_id') } : {}),
         });
-        const answer = await createCharge(ctx, principalOf(s), command, async () => {});
-        return { redirect: `/portal/charges?created=${encodeURIComponent(answer.body.transaction_id)}`, message: `Charge ${answer.body.transaction_id} created` };
+        const answer = await createCharge(ctx, principalOf(s), command, async (tx, _status, body) => {
+          const c = created((body as { transaction_id: string }).transaction_id);
+          await form.record(tx, form.ok(c.message, c.redirect));
+        });
+        return created(answer.body.transaction_id);
       });
     });
 
@@ -471,7 +527,8 @@ ${rows.map(
       const s = req.portal!;
       if (!can(s, 'transfer:write')) return forbidden(req, reply, 'transfer:write');
       const f = req.body as Form;
-      return action(req, reply, '/portal/tef', async () => {
+      const done = (body: TefResponse) => `Transferred ${brl(body.amount)} to ${body.recipient.name} (${body.transaction_id})`;
+      return action(req, reply, '/portal/tef', async (form) => {
         const account = opt(f, 'account_id');
         const command = parseTef({
           amount: parseReais(one(f, 'amount')) ?? -1,
@@ -480,8 +537,11 @@ ${rows.map(
           ...(opt(f, 'description') ? { description: opt(f, 'description') } : {}),
           ...(opt(f, 'external_id') ? { external_id: opt(f, 'external_id') } : {}),
         });
-        const answer = await transfer(ctx, { merchantId: s.key.merchant_id, accountId: s.accountId }, command, async () => {});
-        return `Transferred ${brl(answer.body.amount)} to ${answer.body.recipient.name} (${answer.body.transaction_id})`;
+        // The outcome (a settled or a recorded failed transfer) is recorded with the transfer.
+        const answer = await transfer(ctx, { merchantId: s.key.merchant_id, accountId: s.accountId }, command, (tx, status, body) =>
+          form.record(tx, status < 300 ? form.ok(done(body as TefResponse)) : form.refused(status, body)),
+        );
+        return done(answer.body);
       });
     });
 
@@ -671,9 +731,8 @@ ${
       };
 
       app.get('/portal/sandbox', async (req, reply) => {
-        const c = csrfField(req);
         const form = (path: string, title: string, fields: Html, button: string) =>
-          html`<form class="stack card" method="post" action="/portal/sandbox/${path}">${c}<h2>${title}</h2>${fields}<button type="submit">${button}</button></form>`;
+          html`<form class="stack card" method="post" action="/portal/sandbox/${path}">${csrfField(req)}<h2>${title}</h2>${fields}<button type="submit">${button}</button></form>`;
         const body = html`<p class="muted">Simulations of the other side of the PIX network, for this account only. Not available in production.</p>
 <div class="grid">
 ${form('inbound', 'Receive a PIX', html`<label>Amount (R$) <input name="amount" inputmode="decimal" required pattern="[0-9.,]+"></label><label>Payer name <input name="payer_name" maxlength="100"></label>`, 'Receive')}

@@ -16,6 +16,7 @@ import { limitProblem, limitWindows } from '../pix/limits.js';
 import * as pixRepo from '../pix/repository.js';
 import type { OwnedTransaction } from '../pix/repository.js';
 import { insertTransaction, TX_STATUS } from '../transactions/repository.js';
+import type { HttpError } from '../http/errors.js';
 import { tefBadRequest, tefError } from './errors.js';
 
 /**
@@ -89,12 +90,20 @@ export interface TefResponse {
   detail: string;
 }
 
+/** The failures that are recorded (a failed transfer on the source's statement, `tef.transfer.failed`). */
+type RecordedFailure = 'destination_inactive' | 'insufficient_balance';
+
 export interface TefSource {
   merchantId: number;
   accountId: number;
 }
 
-export type RecordTefAnswer = (tx: Sql, statusCode: number, body: TefResponse) => Promise<void>;
+/**
+ * Records the answer of a transfer inside its transaction: the 200 answer of a settled transfer, or
+ * the 422 error body of a recorded failure (an API Idempotency-Key keeps 2xx answers only; a portal
+ * form keeps both).
+ */
+export type RecordTefAnswer = (tx: Sql, statusCode: number, body: TefResponse | Record<string, unknown>) => Promise<void>;
 
 interface Destination {
   accountId: number;
@@ -148,12 +157,17 @@ function answerOf(row: OwnedTransaction): TefResponse {
   };
 }
 
+/** The error of a recorded failed transfer (422, with the record's ids). */
+function failureOf(body: TefResponse, row: OwnedTransaction): HttpError {
+  const code = (row.metadata as { failure_code?: RecordedFailure }).failure_code ?? 'insufficient_balance';
+  return tefError(code, { detail: body.detail, extra: { final: true, status: 'failed', transaction_id: body.transaction_id, external_id: body.external_id, amount: body.amount } });
+}
+
 /** The HTTP answer of a recorded transfer: 200 settled, or the 422 failure with the record. */
 function respond(row: OwnedTransaction): { statusCode: number; body: TefResponse } {
   const body = answerOf(row);
   if (body.status === 'settled') return { statusCode: 200, body };
-  const code = (row.metadata as { failure_code?: 'destination_inactive' | 'insufficient_balance' }).failure_code ?? 'insufficient_balance';
-  throw tefError(code, { detail: body.detail, extra: { final: true, status: 'failed', transaction_id: body.transaction_id, external_id: body.external_id, amount: body.amount } });
+  throw failureOf(body, row);
 }
 
 function repeat(existing: OwnedTransaction, cmd: TefCommand) {
@@ -202,7 +216,7 @@ export async function transfer(ctx: AppContext, source: TefSource, cmd: TefComma
     if (problem) throw tefError(problem.code, { detail: problem.detail });
 
     const safe = balances.get(from.id)!.safe;
-    const failure =
+    const failure: { code: RecordedFailure; detail: string } | null =
       to.status !== 'active' || toMerchant?.status !== 'active'
         ? { code: 'destination_inactive', detail: 'The destination account is not active; nothing was debited' }
         : safe < amount
@@ -255,6 +269,8 @@ export async function transfer(ctx: AppContext, source: TefSource, cmd: TefComma
       // The window count is given back: a failed transfer moved nothing.
       await pixRepo.addUsage(tx, from.id, windows, -amount);
       await emitEvent(tx, { event: 'tef.transfer.failed', merchantId: from.merchant_id, accountId: from.id, subject: transactionId, payload: { ...body, reason_code: failure.code, reason: failure.detail, failed_at: isoZ(now) } });
+      const error = failureOf(answerOf(sourceOwned), sourceOwned);
+      await record(tx, error.statusCode, error.body as Record<string, unknown>);
       return { failed: sourceOwned };
     }
 

@@ -149,6 +149,29 @@ describe.skipIf(!haveChromium)('merchant portal in chromium', () => {
     expect(await balances(s.ctx.db, a.accountId)).toEqual(after);
   });
 
+  it('a TEF form sent three times (a resubmission racing a double click) moves the money once and shows the first result', async () => {
+    const before = [await balances(s.ctx.db, a.accountId), await balances(s.ctx.db, b.accountId)];
+    await page.goto(`${s.url}/portal/tef`);
+    await page.getByLabel('Amount (R$)').fill('7,00');
+    await page.getByLabel('PIX key of the destination').fill(bKey);
+    // The filled form as the browser sends it, posted twice at once with the browser's session…
+    const fields = await page.evaluate<Record<string, string>>(
+      `Object.fromEntries([...document.querySelector('form[action="/portal/tef"]').elements].filter((e) => e.name).map((e) => [e.name, e.value]))`,
+    );
+    expect(fields._form).toMatch(/^[A-Za-z0-9_-]{22}$/);
+    const posts = await Promise.all([1, 2].map(() => page.request.post(`${s.url}/portal/tef`, { form: fields, maxRedirects: 0 })));
+    expect(posts.map((r) => r.status())).toEqual([303, 303]);
+    // …then submitted by a click: the page shows the first result.
+    await page.getByRole('button', { name: 'Transfer' }).click();
+    const shown = await page.getByRole('status').first().textContent();
+    expect(shown).toMatch(/^Transferred R\$ 7,00 to Loja Bela \(TEF\w+\)$/);
+    expect((await balances(s.ctx.db, a.accountId)).available).toBe(before[0]!.available - 70_000);
+    expect((await balances(s.ctx.db, b.accountId)).available).toBe(before[1]!.available + 70_000);
+    const [tef] = await s.ctx.db.query<{ n: string }>(`SELECT count(*) AS n FROM transactions WHERE account_id = $1 AND kind = 'tef_out' AND amount = 70000`, [a.accountId]);
+    expect(Number(tef!.n)).toBe(1);
+    expect(shown).toContain((await s.ctx.db.query<{ t: string }>(`SELECT transaction_id AS t FROM transactions WHERE account_id = $1 AND kind = 'tef_out' AND amount = 70000`, [a.accountId]))[0]!.t);
+  });
+
   it('creates a webhook, sends webhook.test to a local receiver and shows the delivery log', async () => {
     await page.goto(`${s.url}/portal/webhooks`);
     await page.getByLabel('URL').fill(`${receiver.url}/hooks/pixgate`);
