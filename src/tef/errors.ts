@@ -4,7 +4,7 @@ import { businessErrorCatalog, type FieldMap, type HttpError } from '../http/err
  * Errors of a TEF (docs/tef.md), in the cash-out's error body:
  *   {worked: false, errors: {<code>: <message>}, code, detail}
  * A transfer that was recorded and could not settle (`destination_inactive`,
- * `insufficient_balance`) also carries its `transaction_id`, `status: failed` and `final: true`.
+ * `destination_cannot_receive`, `insufficient_balance`) also carries its `transaction_id`, `status: failed` and `final: true`.
  */
 export const TEF_ERRORS = {
   bad_request: { status: 400, message: 'The request is malformed' },
@@ -17,7 +17,9 @@ export const TEF_ERRORS = {
   nighttime_limit_exceeded: { status: 422, message: 'Outside permitted hours' },
   daily_limit_exceeded: { status: 422, message: 'Daily cash-out limit reached' },
   external_id_conflict: { status: 409, message: 'external_id was already used with a different payload' },
+  account_inactive: { status: 422, message: 'Account is not active' },
   destination_inactive: { status: 422, message: 'The destination account is not active; the transfer failed' },
+  destination_cannot_receive: { status: 422, message: 'The destination account cannot receive this transfer; the transfer failed' },
   insufficient_balance: { status: 422, message: 'Balance below the amount; the transfer failed' },
 } as const;
 

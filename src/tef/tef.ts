@@ -6,7 +6,7 @@ import { readBody } from '../http/bodyReader.js';
 import { canonicalize } from '../lib/canonicalJson.js';
 import { isoZ } from '../lib/clock.js';
 import { newTransactionId } from '../lib/ids.js';
-import { centsToBaseUnits } from '../lib/money.js';
+import { centsToBaseUnits, MAX_BALANCE_BASE_UNITS } from '../lib/money.js';
 import { lockAccounts, post } from '../ledger/ledger.js';
 import * as merchants from '../merchants/repository.js';
 import { DESCRIPTION_MAX, resolveKey } from '../pix/cashOutCommand.js';
@@ -24,8 +24,9 @@ import { tefBadRequest, tefError } from './errors.js';
  * spec. Synchronous: one database transaction locks both accounts' books (id order), checks the
  * destination, the source's limits (the cash-out windows) and safe balance, and writes the balanced
  * ledger transaction, a statement row of type `internal` on each side and `tef.transfer.sent` /
- * `tef.transfer.received`. A transfer that passes validation but cannot settle (destination
- * inactive, safe balance short) is recorded as failed on the source with `tef.transfer.failed`.
+ * `tef.transfer.received`. An inactive source is refused (nothing recorded). A transfer that passes
+ * validation but cannot settle (destination inactive, safe balance short, destination unable to
+ * hold the credit) is recorded as failed on the source with `tef.transfer.failed`.
  */
 
 export const TEF_PREFIX = 'TEF';
@@ -91,7 +92,7 @@ export interface TefResponse {
 }
 
 /** The failures that are recorded (a failed transfer on the source's statement, `tef.transfer.failed`). */
-type RecordedFailure = 'destination_inactive' | 'insufficient_balance';
+type RecordedFailure = 'destination_inactive' | 'destination_cannot_receive' | 'insufficient_balance';
 
 export interface TefSource {
   merchantId: number;
@@ -198,7 +199,11 @@ export async function transfer(ctx: AppContext, source: TefSource, cmd: TefComma
     }
     const from = await pixRepo.accountWithHolder(tx, source.accountId);
     const to = await pixRepo.accountWithHolder(tx, destination.accountId);
-    const [toMerchant] = await tx.query<{ status: string }>('SELECT status FROM merchants WHERE id = $1', [to.merchant_id]);
+    const statuses = await tx.query<{ id: number; status: string }>('SELECT id, status FROM merchants WHERE id = ANY($1::bigint[])', [[from.merchant_id, to.merchant_id]]);
+    const merchantActive = (id: number) => statuses.some((m) => Number(m.id) === Number(id) && m.status === 'active');
+    // Inactive accounts neither send nor receive. The API refuses an inactive source at
+    // authentication; this covers the operator's route and a deactivation since then.
+    if (from.status !== 'active' || !merchantActive(from.merchant_id)) throw tefError('account_inactive');
     const now = ctx.clock.now();
     const amount = centsToBaseUnits(cmd.amountCents);
 
@@ -216,12 +221,17 @@ export async function transfer(ctx: AppContext, source: TefSource, cmd: TefComma
     if (problem) throw tefError(problem.code, { detail: problem.detail });
 
     const safe = balances.get(from.id)!.safe;
+    // The destination's books are locked: a credit that fits now still fits at the posting. Its
+    // refusal says nothing of the destination's balance (another merchant's).
+    const fits = balances.get(to.id)!.available <= MAX_BALANCE_BASE_UNITS - amount;
     const failure: { code: RecordedFailure; detail: string } | null =
-      to.status !== 'active' || toMerchant?.status !== 'active'
+      to.status !== 'active' || !merchantActive(to.merchant_id)
         ? { code: 'destination_inactive', detail: 'The destination account is not active; nothing was debited' }
         : safe < amount
           ? { code: 'insufficient_balance', detail: `Available balance ${safe} is below the amount ${amount} (base units); nothing was debited` }
-          : null;
+          : !fits
+            ? { code: 'destination_cannot_receive', detail: 'The destination account cannot receive this transfer; nothing was debited' }
+            : null;
     const transactionId = newTransactionId(TEF_PREFIX, now);
     const common = {
       type: 'internal' as const,

@@ -167,6 +167,64 @@ describe.each(BACKENDS)('TEF: POST /api/external/tef/transfers on %s', (backend)
     expect((await s.admin('POST', '/tef/transfers', { amount: 300, pix_key: bKey })).status).toBe(400);
   });
 
+  it('refuses an operator TEF out of an inactive account (or merchant): nothing recorded, nothing moves', async () => {
+    const before = await balances(s.ctx.db, a.accountId);
+    const outs = async () => (await s.ctx.db.query(`SELECT 1 FROM transactions WHERE account_id = $1 AND kind = 'tef_out'`, [a.accountId])).length;
+    const n = await outs();
+    expect((await s.admin('PATCH', `/accounts/${a.accountId}`, { status: 'inactive' })).status).toBe(200);
+    try {
+      const res = await s.admin('POST', '/tef/transfers', { from_account_id: a.accountId, amount: 300, pix_key: bKey, external_id: 'adm-inactive' });
+      expect(res.status).toBe(422);
+      expect(res.body).toEqual({ worked: false, errors: { account_inactive: 'Account is not active' }, code: 'account_inactive', detail: 'Account is not active' });
+    } finally {
+      expect((await s.admin('PATCH', `/accounts/${a.accountId}`, { status: 'active' })).status).toBe(200);
+    }
+    await s.ctx.db.query(`UPDATE merchants SET status = 'inactive' WHERE id = $1`, [a.merchantId]);
+    try {
+      const res = await s.admin('POST', '/tef/transfers', { from_account_id: a.accountId, amount: 300, pix_key: bKey });
+      expect(res.status).toBe(422);
+      expect(res.body.code).toBe('account_inactive');
+    } finally {
+      await s.ctx.db.query(`UPDATE merchants SET status = 'active' WHERE id = $1`, [a.merchantId]);
+    }
+    expect(await balances(s.ctx.db, a.accountId)).toEqual(before);
+    expect(await outs()).toBe(n);
+  });
+
+  it("a TEF into an account near the maximum balance fails in TEF's shape and says nothing of the destination's balance", async () => {
+    const rich = await merchantWithKey(s, { name: 'Loja Rica' });
+    const richKey = await addPixKey(s, rich.accountId, 'evp');
+    await s.ctx.db.transaction(async (tx) => {
+      const { post } = await import('../../src/ledger/ledger.js');
+      const { MAX_BALANCE_BASE_UNITS } = await import('../../src/lib/money.js');
+      await post(tx, { kind: 'test_fill', reference: 't', postings: [{ book: { accountId: rich.accountId, book: 'available' }, amount: MAX_BALANCE_BASE_UNITS - 50_000 }, { book: 'institution:funding', amount: -(MAX_BALANCE_BASE_UNITS - 50_000) }] });
+    });
+    const before = [await balances(s.ctx.db, a.accountId), await balances(s.ctx.db, rich.accountId)];
+    const res = await a.client.post('/tef/transfers', { amount: 600, pix_key: richKey, external_id: 'tef-full' });
+    expect(res.status).toBe(422);
+    expect(res.body).toMatchObject({
+      worked: false,
+      final: true,
+      status: 'failed',
+      code: 'destination_cannot_receive',
+      errors: { destination_cannot_receive: 'The destination account cannot receive this transfer; the transfer failed' },
+      amount: 60_000,
+    });
+    expect(res.text).not.toMatch(/maxim|balance|limit/i);
+    expect(res.text).not.toContain(String(before[1]!.available).slice(0, 6)); // no figure of the destination's
+    expect(await eventNames(s.ctx.db, res.body.transaction_id)).toEqual(['tef.transfer.failed']);
+    const [failed] = await outbox(s.ctx.db, res.body.transaction_id);
+    expect(failed!.payload).toMatchObject({ reason_code: 'destination_cannot_receive' });
+    expect(JSON.stringify(failed!.payload)).not.toMatch(/maxim|balance/i);
+    // a repeat answers the same failure; nothing moved on either side
+    const again = await a.client.post('/tef/transfers', { amount: 600, pix_key: richKey, external_id: 'tef-full' });
+    expect(again.body.transaction_id).toBe(res.body.transaction_id);
+    expect([await balances(s.ctx.db, a.accountId), await balances(s.ctx.db, rich.accountId)]).toEqual(before);
+    // what fits still goes through
+    expect((await a.client.post('/tef/transfers', { amount: 500, pix_key: richKey })).status).toBe(200);
+    await expectLedgerConsistent(s.ctx.db);
+  });
+
   it('the cash-out errors for keys of this institution name the TEF route', async () => {
     const res = await a.client.post('/pix/cash-out', { amount: 100, pix_key: bKey });
     expect(res.status).toBe(422);
