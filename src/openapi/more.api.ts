@@ -67,7 +67,7 @@ const TefError = named(
     external_id: z.string().nullable().optional(),
     amount: baseUnits.optional(),
   }),
-  'TEF errors: `code` names the case (docs/tef.md); `destination_inactive` and `insufficient_balance` are recorded failures and carry the transfer',
+  'TEF errors: `code` names the case (docs/tef.md); `destination_inactive`, `destination_cannot_receive` and `insufficient_balance` are recorded failures and carry the transfer',
 );
 
 const tefResponses = {
@@ -76,7 +76,7 @@ const tefResponses = {
   409: { description: '`external_id_conflict`: external_id used with a different payload', schema: TefError },
   422: {
     description:
-      '`invalid_amount`, `unprocessable_entity` (key), `pix_key_ambiguous`, `destination_not_found`, `same_account`, limits; recorded failures `destination_inactive`, `insufficient_balance`; `amount_too_large`',
+      '`invalid_amount`, `unprocessable_entity` (key), `pix_key_ambiguous`, `destination_not_found`, `same_account`, limits, `account_inactive` (the source); recorded failures `destination_inactive`, `destination_cannot_receive`, `insufficient_balance`',
     schema: TefError,
   },
 };
