@@ -10,11 +10,15 @@ import { resolveClientIp } from '../http/clientIp.js';
 import { HttpError } from '../http/errors.js';
 import { readBalances } from '../ledger/ledger.js';
 import { isoZ } from '../lib/clock.js';
-import { getInfraction, listInfractions, submitDefense } from '../med/merchant.js';
+import { parseOrThrow } from '../http/validation.js';
+import { getInfraction, infractionId, listInfractions, submitDefense } from '../med/merchant.js';
 import { parseDefense } from '../med/routes.js';
 import { createCharge } from '../pix/cashin/charges.js';
 import { parseChargeCommand } from '../pix/cashin/charges.routes.js';
 import { qrCodeDataUrl } from '../pix/cashin/qrImage.js';
+import { decidePayout, openInfraction, receiveInbound, resolveInfraction, returnPayout, simulator } from '../sandbox/actions.js';
+import { payBrCode } from '../sandbox/payerBank.js';
+import { inbound, pay, report, resolve, returnBody } from '../sandbox/sandbox.api.js';
 import { parseTef, transfer, type TefResponse } from '../tef/tef.js';
 import { lookup, parseListParams, statement, transactionReceipt } from '../transactions/statement.js';
 import { listView } from '../webhooks/registration.js';
@@ -74,6 +78,21 @@ const opt = (f: Form, name: string): string | undefined => {
   return v ? v : undefined;
 };
 
+/**
+ * The CSRF origin check of a POST: no Origin (a browser that sends none; the CSRF token and the
+ * SameSite cookie still apply) or one naming this host. `null`, anything that is not a URL, and
+ * another host are refused.
+ */
+export function sameOrigin(origin: string | undefined, host: string | undefined): boolean {
+  if (origin === undefined) return true;
+  if (host === undefined || origin === 'null') return false;
+  try {
+    return new URL(origin).host === host;
+  } catch {
+    return false;
+  }
+}
+
 /** What an error answer of a domain function says, for a person. */
 export function errorText(err: unknown): string {
   if (!(err instanceof HttpError)) return 'Something went wrong; nothing was changed. Try again.';
@@ -100,8 +119,25 @@ export function errorText(err: unknown): string {
 interface NavItem {
   path: string;
   label: string;
-  permission: Permission | null;
+  /** The page opens with this permission, or with any of these. */
+  permission: Permission | readonly Permission[];
 }
+
+/**
+ * The sandbox panel's simulations and the permission each needs: the permission of the merchant
+ * API flow whose other side it plays (docs/portal.md). Receiving a PIX and paying a charge are
+ * cash-in (`pix:write`); deciding a held payout acts on a cash-out (`transfer:write`); opening and
+ * resolving an infraction act on MED funds (`payment:write`).
+ */
+const SANDBOX_PERMISSION = {
+  inbound: 'pix:write',
+  pay: 'pix:write',
+  infraction: 'payment:write',
+  resolve: 'payment:write',
+  payout: 'transfer:write',
+} as const satisfies Record<string, Permission>;
+type SandboxForm = keyof typeof SANDBOX_PERMISSION;
+const SANDBOX_PERMISSIONS = [...new Set(Object.values(SANDBOX_PERMISSION))];
 
 const NAV: NavItem[] = [
   { path: '/portal/balance', label: 'Balance', permission: 'account:read' },
@@ -117,12 +153,13 @@ function badge(status: string | null | undefined): Html {
 }
 
 export function portalRoutes(ctx: AppContext) {
-  const sandboxOn = ctx.config.appEnv !== 'production';
-  const nav = sandboxOn ? [...NAV, { path: '/portal/sandbox', label: 'Sandbox', permission: null }] : NAV;
+  const sim = ctx.config.appEnv === 'production' ? null : simulator(ctx);
+  const nav: NavItem[] = sim ? [...NAV, { path: '/portal/sandbox', label: 'Sandbox', permission: SANDBOX_PERMISSIONS }] : NAV;
+  const opens = (s: PortalSession, n: NavItem) => (typeof n.permission === 'string' ? can(s, n.permission) : n.permission.some((p) => can(s, p)));
 
   const layout = (req: FastifyRequest, title: string, body: Html, current = ''): string => {
     const s = req.portal;
-    const links = s ? nav.filter((n) => n.permission === null || can(s, n.permission)) : [];
+    const links = s ? nav.filter((n) => opens(s, n)) : [];
     return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${title} · pixgate portal</title><link rel="stylesheet" href="/portal/assets/portal.css"></head>
@@ -233,13 +270,8 @@ ${links.length ? html`<nav aria-label="Portal">${links.map((n) => html`<a href="
     // POST needs the session's CSRF token and, when the browser sends one, a same-origin Origin.
     app.addHook('preHandler', async (req, reply) => {
       const path = req.url.split('?')[0]!;
-      if (req.method === 'POST') {
-        const origin = req.headers.origin;
-        const host = req.headers.host;
-        if (origin !== undefined && origin !== 'null' && host !== undefined && new URL(origin).host !== host) {
-          return page(reply, layout(req, 'Refused', html`<p>Cross-site form submissions are refused.</p>`), 403);
-        }
-        if (origin === 'null') return page(reply, layout(req, 'Refused', html`<p>Cross-site form submissions are refused.</p>`), 403);
+      if (req.method === 'POST' && !sameOrigin(req.headers.origin, req.headers.host)) {
+        return page(reply, layout(req, 'Refused', html`<p>Cross-site form submissions are refused.</p>`), 403);
       }
       if (path === '/portal/login' || path.startsWith('/portal/assets/')) return;
       const loaded = await loadSession(ctx, req, clientIp(req));
@@ -313,10 +345,12 @@ ${message ? html`<div class="flash error" role="alert">${message}</div>` : ''}
       return reply.redirect('/portal/login', 303);
     });
 
-    app.get('/portal', async (req, reply) => {
-      const first = nav.find((n) => n.permission === null || can(req.portal!, n.permission));
-      return reply.redirect(first?.path ?? '/portal/sandbox', 303);
-    });
+    const home = async (req: FastifyRequest, reply: FastifyReply) => {
+      const first = nav.find((n) => opens(req.portal!, n));
+      return reply.redirect(first?.path ?? '/portal/balance', 303); // none: the balance page says which permission is missing
+    };
+    app.get('/portal', home);
+    app.get('/portal/', home);
 
     // ---- balance ----
 
@@ -708,19 +742,7 @@ ${
 
     // ---- sandbox ----
 
-    if (sandboxOn) {
-      /** The sandbox API itself (same handlers), called in-process with the operator token. */
-      const sandboxCall = async (path: string, payload?: unknown) => {
-        const res = await app.inject({
-          method: 'POST',
-          url: `/api/sandbox${path}`,
-          headers: { authorization: `Bearer ${ctx.config.adminToken}`, ...(payload === undefined ? {} : { 'content-type': 'application/json' }) },
-          ...(payload === undefined ? {} : { payload: JSON.stringify(payload) }),
-        });
-        const body = res.body ? (JSON.parse(res.body) as unknown) : null;
-        if (res.statusCode >= 400) throw new HttpError(res.statusCode, body);
-        return body as Record<string, unknown>;
-      };
+    if (sim) {
       const ownTransaction = async (s: PortalSession, id: string, kinds: string[]) => {
         const [row] = await ctx.db.query<{ transaction_id: string; end_to_end_id: string | null }>(
           'SELECT transaction_id, end_to_end_id FROM transactions WHERE account_id = $1 AND (transaction_id = $2 OR end_to_end_id = $2) AND kind = ANY($3::text[])',
@@ -729,11 +751,18 @@ ${
         if (!row) throw new HttpError(404, { detail: `No such transaction of this account: ${id}` });
         return row;
       };
+      const centsOf = (f: Form, name: string) => (opt(f, name) === undefined ? undefined : (parseReais(opt(f, name)) ?? -1));
 
       app.get('/portal/sandbox', async (req, reply) => {
-        const form = (path: string, title: string, fields: Html, button: string) =>
-          html`<form class="stack card" method="post" action="/portal/sandbox/${path}">${csrfField(req)}<h2>${title}</h2>${fields}<button type="submit">${button}</button></form>`;
-        const body = html`<p class="muted">Simulations of the other side of the PIX network, for this account only. Not available in production.</p>
+        const s = req.portal!;
+        if (!SANDBOX_PERMISSIONS.some((p) => can(s, p))) {
+          return page(reply, layout(req, 'Not permitted', html`<p>The sandbox panel needs one of the permissions ${SANDBOX_PERMISSIONS.map((p, i) => html`${i ? ', ' : ''}<code>${p}</code>`)}; this API key has none.</p>`), 403);
+        }
+        const form = (path: SandboxForm, title: string, fields: Html, button: string) =>
+          can(s, SANDBOX_PERMISSION[path])
+            ? html`<form class="stack card" method="post" action="/portal/sandbox/${path}">${csrfField(req)}<h2>${title}</h2>${fields}<button type="submit">${button}</button></form>`
+            : html``;
+        const body = html`<p class="muted">Simulations of the other side of the PIX network, for this account only, under this API key’s permissions. Not available in production.</p>
 <div class="grid">
 ${form('inbound', 'Receive a PIX', html`<label>Amount (R$) <input name="amount" inputmode="decimal" required pattern="[0-9.,]+"></label><label>Payer name <input name="payer_name" maxlength="100"></label>`, 'Receive')}
 ${form('pay', 'Pay a charge', html`<label>Copy-and-paste code (EMV) <textarea name="emv" rows="3" required></textarea></label>`, 'Pay')}
@@ -744,53 +773,58 @@ ${form('payout', 'Decide a held payout', html`<label>Payout (transaction id) <in
         return page(reply, layout(req, 'Sandbox', body, '/portal/sandbox'));
       });
 
-      app.post('/portal/sandbox/inbound', async (req, reply) => {
-        const s = req.portal!;
-        const f = req.body as Form;
-        return action(req, reply, '/portal/sandbox', async () => {
-          const r = await sandboxCall('/pix/inbound', { account_id: s.accountId, amount: parseReais(one(f, 'amount')) ?? -1, ...(opt(f, 'payer_name') ? { payer_name: opt(f, 'payer_name') } : {}) });
-          return `Received ${brl(r.amount as number)} (${String(r.transaction_id)})`;
+      /**
+       * A sandbox form: the key's permission for it, then the simulation itself (src/sandbox/actions.ts),
+       * run as the merchant's action (a form action, logged with the key) — not through the operator's
+       * sandbox API, whose calls are operator writes.
+       */
+      const sandboxForm = (name: SandboxForm, run: (s: PortalSession, f: Form) => Promise<string | { redirect: string; message: string }>) =>
+        app.post(`/portal/sandbox/${name}`, async (req, reply) => {
+          const s = req.portal!;
+          if (!can(s, SANDBOX_PERMISSION[name])) return forbidden(req, reply, SANDBOX_PERMISSION[name]);
+          return action(req, reply, '/portal/sandbox', () => run(s, req.body as Form));
         });
+
+      sandboxForm('inbound', async (s, f) => {
+        const body = parseOrThrow(inbound, { account_id: s.accountId, amount: parseReais(one(f, 'amount')) ?? -1, ...(opt(f, 'payer_name') ? { payer_name: opt(f, 'payer_name') } : {}) });
+        const r = await receiveInbound(ctx, sim, { accountId: s.accountId, amountCents: body.amount, payerName: body.payer_name });
+        return `Received ${brl(r.amount)} (${r.transaction_id})`;
       });
-      app.post('/portal/sandbox/pay', async (req, reply) => {
-        const f = req.body as Form;
-        return action(req, reply, '/portal/sandbox', async () => {
-          const r = await sandboxCall('/pix/pay', { emv: (one(f, 'emv') ?? '').trim() });
-          return `Paid: end-to-end id ${String(r.end_to_end_id)}`;
-        });
+      sandboxForm('pay', async (s, f) => {
+        const body = parseOrThrow(pay, { emv: (one(f, 'emv') ?? '').trim() });
+        const r = await payBrCode(ctx, sim, { emv: body.emv, amountCents: undefined, payerName: undefined, payerDocument: undefined, payerIspb: undefined, onlyAccountId: s.accountId });
+        return `Paid: end-to-end id ${r.end_to_end_id}`;
       });
-      app.post('/portal/sandbox/infraction', async (req, reply) => {
-        const s = req.portal!;
-        const f = req.body as Form;
-        return action(req, reply, '/portal/sandbox', async () => {
-          const row = await ownTransaction(s, one(f, 'transaction') ?? '', ['pix_in', 'charge']);
-          const cents = opt(f, 'amount') === undefined ? undefined : (parseReais(opt(f, 'amount')) ?? -1);
-          const r = await sandboxCall('/infractions', { end_to_end_id: row.end_to_end_id, ...(cents === undefined ? {} : { amount: cents }) });
-          return { redirect: `/portal/med/${String(r.id)}`, message: `Infraction ${String(r.id)} opened` };
-        });
+      sandboxForm('infraction', async (s, f) => {
+        const row = await ownTransaction(s, one(f, 'transaction') ?? '', ['pix_in', 'charge']);
+        const cents = centsOf(f, 'amount');
+        const body = parseOrThrow(report, { end_to_end_id: row.end_to_end_id ?? '', ...(cents === undefined ? {} : { amount: cents }) });
+        const r = await openInfraction(ctx, sim, { endToEndId: body.end_to_end_id, amountCents: body.amount });
+        return { redirect: `/portal/med/${r.id}`, message: `Infraction ${r.id} opened` };
       });
-      app.post('/portal/sandbox/resolve', async (req, reply) => {
-        const s = req.portal!;
-        const f = req.body as Form;
-        return action(req, reply, '/portal/sandbox', async () => {
-          const id = (one(f, 'infraction_id') ?? '').trim();
-          await getInfraction(ctx, s.accountId, id); // this account's only
-          await sandboxCall(`/infractions/${encodeURIComponent(id)}/resolve`, { decision: one(f, 'decision') });
-          return { redirect: `/portal/med/${encodeURIComponent(id.toLowerCase())}`, message: `Infraction resolved: ${one(f, 'decision') ?? ''}` };
-        });
+      sandboxForm('resolve', async (s, f) => {
+        const id = (one(f, 'infraction_id') ?? '').trim();
+        await getInfraction(ctx, s.accountId, id); // this account's only
+        const { decision } = parseOrThrow(resolve, { decision: one(f, 'decision') });
+        await resolveInfraction(ctx, sim, infractionId(id), decision);
+        return { redirect: `/portal/med/${encodeURIComponent(id.toLowerCase())}`, message: `Infraction resolved: ${decision}` };
       });
-      app.post('/portal/sandbox/payout', async (req, reply) => {
-        const s = req.portal!;
-        const f = req.body as Form;
-        return action(req, reply, '/portal/sandbox', async () => {
-          const row = await ownTransaction(s, one(f, 'transaction') ?? '', ['cash_out']);
-          const decision = one(f, 'decision');
-          if (decision !== 'settle' && decision !== 'reject' && decision !== 'return') throw new HttpError(400, { detail: 'Choose settle, reject or return' });
-          const cents = opt(f, 'amount') === undefined ? undefined : (parseReais(opt(f, 'amount')) ?? -1);
-          await sandboxCall(`/payouts/${encodeURIComponent(row.transaction_id)}/${decision}`, decision === 'return' && cents !== undefined ? { amount: cents } : undefined);
-          return { redirect: `/portal/transactions/${encodeURIComponent(row.transaction_id)}`, message: `Payout ${row.transaction_id}: ${decision} applied` };
-        });
+      sandboxForm('payout', async (s, f) => {
+        const row = await ownTransaction(s, one(f, 'transaction') ?? '', ['cash_out']);
+        const decision = one(f, 'decision');
+        if (decision !== 'settle' && decision !== 'reject' && decision !== 'return') throw new HttpError(400, { detail: 'Choose settle, reject or return' });
+        if (decision === 'return') {
+          const cents = centsOf(f, 'amount');
+          const r = await returnPayout(ctx, sim, row.transaction_id, parseOrThrow(returnBody, cents === undefined ? undefined : { amount: cents })?.amount);
+          if (!r.returned) throw new HttpError(422, { detail: r.detail });
+        } else {
+          await decidePayout(ctx, sim, row.transaction_id, decision);
+        }
+        return { redirect: `/portal/transactions/${encodeURIComponent(row.transaction_id)}`, message: `Payout ${row.transaction_id}: ${decision} applied` };
       });
     }
+
+    // Any other page under /portal: the portal's own "not found" (after the session check).
+    app.get('/portal/*', async (req, reply) => page(reply, layout(req, 'Not found', html`<p>There is no such page. <a href="/portal">Go to the portal</a>.</p>`), 404));
   };
 }

@@ -15,6 +15,8 @@ export interface PayBrCode {
   payerName: string | undefined;
   payerDocument: string | undefined;
   payerIspb: string | undefined;
+  /** Pay only a code of this account (the portal's sandbox panel); a code of another is refused (422). */
+  onlyAccountId?: number;
 }
 
 /**
@@ -48,6 +50,9 @@ export async function payBrCode(ctx: AppContext, sim: SimulatedRail, input: PayB
   if (!entry) throw unprocessable('The PIX key of the BR Code is not registered in the directory');
   if (entry.accountId === null) {
     throw unprocessable(`The PIX key of the BR Code belongs to another institution (ISPB ${entry.ispb}); the sandbox pays accounts of this institution only`);
+  }
+  if (input.onlyAccountId !== undefined && entry.accountId !== input.onlyAccountId) {
+    throw unprocessable('The BR Code is not one of this account’s: the sandbox panel pays this account’s own charges and keys only');
   }
 
   let amountCents = decoded.amountCents;

@@ -4,12 +4,9 @@ import { badRequest } from '../http/errors.js';
 import { parseOrThrow } from '../http/validation.js';
 import { mount } from '../http/routeSpec.js';
 import { dictKey, inbound, pay, returnBody, sandboxApi as api, transactionIdParam } from './sandbox.api.js';
-import { centsToBaseUnits } from '../lib/money.js';
-import * as merchants from '../merchants/repository.js';
 import { normalizePixKey } from '../pix/keys.js';
-import * as pix from '../pix/repository.js';
 import { SimulatedRail } from '../rail/simulator.js';
-import { transactionRecord } from '../transactions/views.js';
+import { decidePayout, receiveInbound, returnPayout } from './actions.js';
 import { unwrap } from './outcome.js';
 import { payBrCode } from './payerBank.js';
 
@@ -21,11 +18,6 @@ import { payBrCode } from './payerBank.js';
 export async function pixSandboxRoutes(app: FastifyInstance, ctx: AppContext) {
   const sim = ctx.rail;
   if (!(sim instanceof SimulatedRail)) return;
-
-  const payoutView = async (transactionId: string) => {
-    const [row] = await ctx.db.query<pix.OwnedTransaction>('SELECT * FROM transactions WHERE transaction_id = $1', [transactionId]);
-    return transactionRecord(row!);
-  };
 
   mount(app, api.dictKey, async (req, reply) => {
     const body = parseOrThrow(dictKey, req.body);
@@ -58,41 +50,28 @@ export async function pixSandboxRoutes(app: FastifyInstance, ctx: AppContext) {
   for (const decision of ['settle', 'reject'] as const) {
     mount(app, api[decision], async (req) => {
       const { transaction_id } = parseOrThrow(transactionIdParam, req.params);
-      unwrap(await sim.decidePayment(transaction_id, decision));
-      return payoutView(transaction_id);
+      return decidePayout(ctx, sim, transaction_id, decision);
     });
   }
 
   mount(app, api.returnPayout, async (req, reply) => {
     const { transaction_id } = parseOrThrow(transactionIdParam, req.params);
     const body = parseOrThrow(returnBody, req.body ?? undefined);
-    const amount = body?.amount === undefined ? undefined : centsToBaseUnits(body.amount);
-    const result = unwrap(await sim.returnPayment(transaction_id, amount));
-    const payout = await payoutView(transaction_id);
-    if (!result.returned) {
-      return reply.code(200).send({ returned: false, end_to_end_id: result.endToEndId, detail: 'The central bank refused the return: the amount exceeds what remains of the payout', payout });
-    }
-    const [back] = await ctx.db.query<{ transaction_id: string; amount: number }>(
-      'SELECT transaction_id, amount FROM transactions WHERE end_to_end_id = $1',
-      [result.endToEndId],
-    );
-    return reply.code(201).send({ returned: true, transaction_id: back?.transaction_id ?? null, end_to_end_id: result.endToEndId, amount: back?.amount ?? amount ?? null, payout });
+    const result = await returnPayout(ctx, sim, transaction_id, body?.amount);
+    return reply.code(result.returned ? 201 : 200).send(result);
   });
 
   mount(app, api.inbound, async (req, reply) => {
     const body = parseOrThrow(inbound, req.body);
-    if (!(await merchants.findAccount(ctx.db, body.account_id))) throw badRequest({ account_id: ['does not exist'] });
-    const endToEndId = await sim.simulateInboundPayment({
+    const credited = await receiveInbound(ctx, sim, {
       accountId: body.account_id,
-      amount: centsToBaseUnits(body.amount),
+      amountCents: body.amount,
       payerName: body.payer_name,
       payerDocument: body.payer_document,
       payerIspb: body.payer_ispb,
       description: body.description,
     });
-    const row = await pix.findByEndToEndId(ctx.db, endToEndId);
-    if (!row) throw new Error(`inbound payment ${endToEndId} was not credited in time`);
-    return reply.code(201).send({ transaction_id: row.transaction_id, end_to_end_id: row.end_to_end_id, amount: row.amount });
+    return reply.code(201).send(credited);
   });
 
   mount(app, api.pay, async (req, reply) => {

@@ -141,7 +141,7 @@ describe.runIf(pgUrl)('portal forms run once across two server processes (Postgr
     };
     const payer = await admin('/merchants', { name: 'Pagadora', document: validCnpj() });
     await admin(`/accounts/${payer.account_id}/deposits`, { amount: 50_000 });
-    const key = await admin('/api-keys', { merchant_id: payer.merchant_id, permissions: ['transfer:write'], ip_whitelist: ['127.0.0.1', '::1'] });
+    const key = await admin('/api-keys', { merchant_id: payer.merchant_id, permissions: ['transfer:write', 'pix:write'], ip_whitelist: ['127.0.0.1', '::1'] });
     const payee = await admin('/merchants', { name: 'Recebedora', document: validCnpj() });
     const pixKey = (await admin('/pix-keys', { account_id: payee.account_id, type: 'evp' })).key as string;
 
@@ -155,5 +155,14 @@ describe.runIf(pgUrl)('portal forms run once across two server processes (Postgr
     expect(rows[0].n).toBe(3);
     const { rows: bal } = await c.query(`SELECT balance::bigint AS b FROM ledger_accounts WHERE account_id = $1 AND book = 'available'`, [payee.account_id]);
     expect(Number(bal[0].b)).toBe(3 * 10_000);
+
+    // A sandbox simulation from the portal is logged as the merchant's action (its key), and is
+    // no operator write.
+    const inbound = { ...(await portal.hiddenFields('/portal/sandbox', '/portal/sandbox/inbound')), amount: '2,00' };
+    expect((await portal.post('/portal/sandbox/inbound', inbound, {}, p2)).status).toBe(303);
+    const line = procs[1]!.output().split('\n').find((l) => l.includes('"portal action"') && l.includes('/portal/sandbox/inbound'));
+    expect(JSON.parse(line!)).toMatchObject({ client_id: key.client_id, merchant_id: payer.merchant_id, account_id: payer.account_id, outcome: 'ok' });
+    const { rows: audit } = await c.query(`SELECT count(*)::int AS n FROM admin_audit_log WHERE route LIKE '/api/sandbox%'`);
+    expect(audit[0].n).toBe(0);
   }, 60_000);
 });
