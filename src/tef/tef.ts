@@ -6,7 +6,7 @@ import { readBody } from '../http/bodyReader.js';
 import { canonicalize } from '../lib/canonicalJson.js';
 import { isoZ } from '../lib/clock.js';
 import { newTransactionId } from '../lib/ids.js';
-import { centsToBaseUnits, MAX_BALANCE_BASE_UNITS } from '../lib/money.js';
+import { AmountTooLargeError, centsToBaseUnits, MAX_BALANCE_BASE_UNITS } from '../lib/money.js';
 import { lockAccounts, post } from '../ledger/ledger.js';
 import * as merchants from '../merchants/repository.js';
 import { DESCRIPTION_MAX, resolveKey } from '../pix/cashOutCommand.js';
@@ -169,6 +169,15 @@ function respond(row: OwnedTransaction): { statusCode: number; body: TefResponse
   const body = answerOf(row);
   if (body.status === 'settled') return { statusCode: 200, body };
   throw failureOf(body, row);
+}
+
+/**
+ * The ledger's bounds refusing the credit (the check under the lock makes it unreachable): TEF's
+ * code, never the ledger's message about the destination's balance. Nothing was written.
+ */
+function boundRefusal(err: unknown): never {
+  if (err instanceof AmountTooLargeError) throw tefError('destination_cannot_receive', { detail: 'The destination account cannot receive this transfer; nothing was debited' });
+  throw err;
 }
 
 function repeat(existing: OwnedTransaction, cmd: TefCommand) {
@@ -334,7 +343,7 @@ export async function transfer(ctx: AppContext, source: TefSource, cmd: TefComma
     const answer = respond(sourceOwned);
     await record(tx, answer.statusCode, answer.body);
     return { answer };
-  });
+  }).catch(boundRefusal);
   if ('existing' in result) return repeat(result.existing!, cmd);
   if ('failed' in result) return respond(result.failed!);
   return result.answer;
