@@ -365,11 +365,15 @@ export async function* readSse(body: ReadableStream<Uint8Array>): AsyncGenerator
   const reader = body.getReader();
   const decoder = new TextDecoder();
   let buffer = '';
+  let pendingCr = '';
   try {
     for (;;) {
       const { value, done } = await reader.read();
       if (done) return;
-      buffer += decoder.decode(value, { stream: true }).replace(/\r\n?/g, '\n');
+      // A CR at the end of a chunk may be the first half of a CRLF: kept until the next chunk.
+      const text = pendingCr + decoder.decode(value, { stream: true });
+      pendingCr = text.endsWith('\r') ? '\r' : '';
+      buffer += (pendingCr ? text.slice(0, -1) : text).replace(/\r\n?/g, '\n');
       let i: number;
       while ((i = buffer.indexOf('\n\n')) >= 0) {
         const block = buffer.slice(0, i);

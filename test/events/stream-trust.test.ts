@@ -323,3 +323,18 @@ describe.each(BACKENDS)('live events stream slots and cursor on %s', (backend) =
     }
   });
 });
+
+describe('the SDK’s Server-Sent Events parser', () => {
+  it('a CRLF split across two chunks is one line end, not two', async () => {
+    const chunks = ['id: 7\r\ndata: a\r', '\ndata: b\r\n\r\n'];
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (const c of chunks) controller.enqueue(new TextEncoder().encode(c));
+        controller.close();
+      },
+    });
+    const got: Msg[] = [];
+    for await (const msg of readSse(body)) got.push(msg);
+    expect(got).toEqual([{ id: '7', data: 'a\nb' }]);
+  });
+});
