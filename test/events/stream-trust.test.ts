@@ -1,4 +1,4 @@
-import { connect } from 'node:net';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPostgres } from '../../src/db/postgres.js';
 import { emitEvent } from '../../src/events/outbox.js';
@@ -9,9 +9,66 @@ import { ApiClient, merchantWithKey, type MerchantFixture } from '../helpers/cli
 import { BACKENDS, openTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { recordStatements } from '../helpers/statements.js';
-import { emit, waitUntil } from '../webhooks/helpers.js';
+import { emit, startReceiver, waitUntil } from '../webhooks/helpers.js';
+import { runCli } from '../../src/cli/main.js';
+import type { CliIo } from '../../src/cli/io.js';
 
 type Msg = { id?: string; event?: string; data: string };
+
+/**
+ * A TCP proxy in front of the server that can cut every connection and hold new ones back (the
+ * fault proxy of test/helpers answers whole bodies, a stream needs bytes passed as they come).
+ */
+async function startTcpProxy(upstreamPort: number) {
+  const pairs = new Set<[Socket, Socket]>();
+  const held: Socket[] = [];
+  const p = {
+    url: '',
+    fromServer: '',
+    holdNew: false,
+    cutAll() {
+      for (const [a, b] of pairs) {
+        a.destroy();
+        b.destroy();
+      }
+      pairs.clear();
+    },
+    release() {
+      p.holdNew = false;
+      for (const c of held.splice(0)) pipe(c);
+    },
+    close: async () => {
+      p.cutAll();
+      for (const c of held) c.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+  const pipe = (client: Socket) => {
+    const upstream = connect(upstreamPort, '127.0.0.1');
+    const pair: [Socket, Socket] = [client, upstream];
+    pairs.add(pair);
+    upstream.on('data', (chunk: Buffer) => void (p.fromServer += chunk.toString('utf8')));
+    client.pipe(upstream);
+    upstream.pipe(client);
+    const drop = () => {
+      client.destroy();
+      upstream.destroy();
+      pairs.delete(pair);
+    };
+    client.on('error', drop).on('close', drop);
+    upstream.on('error', drop).on('close', drop);
+  };
+  const server = createServer((client) => {
+    client.on('error', () => {});
+    if (p.holdNew) {
+      client.pause();
+      held.push(client);
+    } else pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  p.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return p;
+}
 
 /** Every message of a stream until it ends (or `ctl` aborts it), collected as they come. */
 function collect(res: Response) {
@@ -302,6 +359,38 @@ describe.each(BACKENDS)('live events stream slots and cursor on %s', (backend) =
     ctl.abort();
     expect(connections).toBe(2);
     expect(got).toEqual(written);
+  });
+
+  it('pixgate listen resumes from the starting cursor after a drop before its first event: all 4 events written meanwhile are forwarded', async () => {
+    const m = await merchantWithKey(s);
+    const r = await startReceiver();
+    const proxy = await startTcpProxy(Number(new URL(s.url).port));
+    const ctl = new AbortController();
+    let out = '';
+    const io: CliIo = {
+      stdout: (t) => void (out += t),
+      stderr: (t) => void (out += t),
+      env: { PIXGATE_URL: proxy.url, PIXGATE_CLIENT_ID: m.client.clientId, PIXGATE_CLIENT_SECRET: m.client.clientSecret, HOME: '/nonexistent', DATA_DIR: '/nonexistent' },
+      isTTY: false,
+      cwd: process.cwd(),
+      signal: ctl.signal,
+    };
+    const listening = runCli(['listen', '--forward-to', `${r.url}/local`], io);
+    try {
+      await waitUntil(() => proxy.fromServer.includes(': pixgate events for merchant'), 15_000, 'the stream to open');
+      // The connection drops; until the test lets it, `listen` cannot reconnect, and meanwhile four events are written.
+      proxy.holdNew = true;
+      proxy.cutAll();
+      for (let i = 0; i < 4; i++) await emit(s.database.db, { merchantId: m.merchantId, accountId: m.accountId, subject: `away-${i}` });
+      proxy.release();
+      await r.waitFor((x) => x.length >= 4, 20_000);
+      expect(r.received.map((d) => d.body.transaction_id)).toEqual(['away-0', 'away-1', 'away-2', 'away-3']);
+    } finally {
+      ctl.abort();
+      await listening;
+      await proxy.close();
+      await r.close();
+    }
   });
 
   it('only the public catalog’s events: the internal account.deposit.completed is never in the feed or the stream', async () => {
