@@ -192,6 +192,31 @@ describe.each(BACKENDS)('a live events stream after its credentials change, on %
   });
 });
 
+/** Without the cache (AUTH_CACHE_TTL_MS=0) no notification comes: the periodic check alone ends the stream. */
+describe.each(BACKENDS)('a live events stream without the credential cache, on %s', (backend) => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startTestServer({ backend, workers: false, env: { AUTH_CACHE_TTL_MS: '0' } });
+  });
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  it('key revoked in plain SQL while the stream is idle: the stream ends within the periodic check', async () => {
+    const m = await merchantWithKey(s);
+    const ctl = new AbortController();
+    const res = await fetch(`${s.url}/api/external/events/stream`, { headers: { authorization: m.client.authHeader() }, signal: ctl.signal });
+    expect(res.status).toBe(200);
+    const st = collect(res);
+    try {
+      await s.database.db.query('UPDATE api_keys SET active = false WHERE client_id = $1', [m.client.clientId]);
+      await waitUntil(() => st.ended, 15_000, 'the stream to end');
+    } finally {
+      ctl.abort();
+    }
+  });
+});
+
 /**
  * Item 10 (slots taken atomically, released on every path, no ghost streams) and item 11 (the
  * starting cursor sent at once, and the SDK resuming from it) and item 14 (only public events).
