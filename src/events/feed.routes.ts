@@ -1,6 +1,6 @@
+import { performance } from 'node:perf_hooks';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.js';
-import { performance } from 'node:perf_hooks';
 import { principal, recheckCredentials } from '../external/pipeline.js';
 import { businessError } from '../http/errors.js';
 import { QueryReader } from '../http/query.js';
@@ -60,11 +60,6 @@ export class StreamSlots {
       if (left <= 0) this.taken.delete(merchantId);
       else this.taken.set(merchantId, left);
     };
-  }
-
-  /** Slots of `merchantId` taken now. */
-  count(merchantId: number): number {
-    return this.taken.get(merchantId) ?? 0;
   }
 }
 
