@@ -33,7 +33,8 @@ def secret_key(secret: str) -> bytes:
     if secret.startswith("whsec_") and _B64.fullmatch(secret[6:]):
         try:
             key = base64.b64decode(secret[6:], validate=True)
-            if len(key) >= 16:
+            # Canonical only (re-encoding gives the same text), as pixgate derives the key.
+            if len(key) >= 16 and base64.b64encode(key).decode("ascii") == secret[6:]:
                 return key
         except binascii.Error:
             pass

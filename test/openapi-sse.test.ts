@@ -25,6 +25,7 @@ function pointer(doc: Json, p: string): any {
 async function readEvents(res: Response, count: number): Promise<Array<{ id?: string; event?: string; data: string }>> {
   const out: Array<{ id?: string; event?: string; data: string }> = [];
   for await (const msg of readSse(res.body!)) {
+    if (!msg.data) continue; // the opening message: only the starting cursor (`id:`)
     out.push(msg);
     if (out.length === count) break;
   }

@@ -80,6 +80,7 @@ export class CredentialCache {
   private listening = false;
   private unsubscribe: (() => Promise<void>) | undefined;
   private readonly now: () => number;
+  private readonly watchers = new Set<() => void>();
 
   constructor(
     private readonly ttlMs: number,
@@ -155,6 +156,21 @@ export class CredentialCache {
    * `merchant:<id>` (its keys), `central:<id>`; `null`, an empty or unknown payload: everything.
    */
   invalidate(payload: string | null): void {
+    this.drop(payload);
+    for (const watcher of this.watchers) watcher();
+  }
+
+  /**
+   * Calls `watcher` after every invalidation, once the entries concerned are dropped (what lasts
+   * beyond one request — the live events stream — checks its credentials again then). Returns the
+   * unsubscribe. Notifications only come while the cache listens (a TTL above 0).
+   */
+  onChange(watcher: () => void): () => void {
+    this.watchers.add(watcher);
+    return () => this.watchers.delete(watcher);
+  }
+
+  private drop(payload: string | null): void {
     this.epoch++;
     const colon = payload ? payload.indexOf(':') : -1;
     const kind = colon > 0 ? payload!.slice(0, colon) : '';

@@ -1,6 +1,7 @@
+import { performance } from 'node:perf_hooks';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.js';
-import { principal } from '../external/pipeline.js';
+import { principal, recheckCredentials } from '../external/pipeline.js';
 import { businessError } from '../http/errors.js';
 import { QueryReader } from '../http/query.js';
 import { catalogEntry, deliveredEventFor } from './catalog.js';
@@ -27,10 +28,40 @@ export const STREAM_FOLLOW_UP_MS = 250;
 export const STREAM_FOLLOW_UP_FOR_MS = 2_000;
 /** The channels that wake live streams (src/webhooks/repository.ts WAKE). */
 const STREAM_WAKE = ['outbox', 'events'] as const;
+/**
+ * A stream checks the credentials it was opened with again on every change notification
+ * (`auth_changed`, via the credential cache) and at least this often, and ends once they would be
+ * refused (src/external/pipeline.ts `recheckCredentials`).
+ */
+export const STREAM_CREDENTIALS_CHECK_MS = 2_000;
 /** A comment line keeps proxies from closing an idle stream. */
 export const STREAM_HEARTBEAT_MS = 15_000;
 
 const CURSOR = /^\d{1,15}$/;
+
+/**
+ * Live-stream slots per merchant in this process. `take` counts synchronously (no await between the
+ * check and the count) and its release is idempotent, so a slot is given back exactly once.
+ */
+export class StreamSlots {
+  private readonly taken = new Map<number, number>();
+  constructor(private readonly max: number) {}
+
+  /** The release of a slot of `merchantId`, or undefined when all of its slots are taken. */
+  take(merchantId: number): (() => void) | undefined {
+    const n = this.taken.get(merchantId) ?? 0;
+    if (n >= this.max) return undefined;
+    this.taken.set(merchantId, n + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (this.taken.get(merchantId) ?? 1) - 1;
+      if (left <= 0) this.taken.delete(merchantId);
+      else this.taken.set(merchantId, left);
+    };
+  }
+}
 
 interface FeedParams {
   after: number | undefined;
@@ -58,7 +89,7 @@ function readParams(req: FastifyRequest): FeedParams {
  * merchant's webhooks receive, and that permission already reads the webhooks and their secrets.
  */
 export async function eventFeedRoutes(app: FastifyInstance, ctx: AppContext) {
-  const streams = new Map<number, number>();
+  const slots = new StreamSlots(MAX_STREAMS_PER_MERCHANT);
   const open = new Set<() => void>();
   // One subscription per process for all live streams, taken when the first opens.
   const wakes = new Set<() => void>();
@@ -87,86 +118,135 @@ export async function eventFeedRoutes(app: FastifyInstance, ctx: AppContext) {
     const q = readParams(req);
     const lastEventId = req.headers['last-event-id'];
     const resumeFrom = typeof lastEventId === 'string' && CURSOR.test(lastEventId) ? Number(lastEventId) : undefined;
-    if ((streams.get(p.merchantId) ?? 0) >= MAX_STREAMS_PER_MERCHANT) {
-      throw businessError(429, 'too_many_requests', `at most ${MAX_STREAMS_PER_MERCHANT} event streams per merchant at once`);
-    }
-    let cursor = resumeFrom ?? q.after ?? (await latestSequence(ctx.db, p.merchantId, p.keyAccountId));
-    streams.set(p.merchantId, (streams.get(p.merchantId) ?? 0) + 1);
+    // The slot is taken before the first await, so concurrent opens cannot all pass the check,
+    // and from here every path — a hang-up while the stream opens included — gives it back.
+    const release = slots.take(p.merchantId);
+    if (!release) throw businessError(429, 'too_many_requests', `at most ${MAX_STREAMS_PER_MERCHANT} event streams per merchant at once`);
 
-    reply.hijack();
     const res = reply.raw;
-    res.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-store',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-      'x-request-id': req.id,
-    });
-    res.write(`retry: 2000\n: pixgate events for merchant ${p.merchantId} after ${cursor}\n\n`);
-
     let ended = false;
+    let eventWoken = false;
+    let credentialsChanged = false;
+    let wokenAt = 0;
     const waker = new Waker();
     const end = () => {
       if (ended) return;
       ended = true;
       waker.wake();
     };
-    open.add(end);
-    req.raw.on('close', end);
-    res.on('close', end);
-    let wokenAt = 0;
     const wake = () => {
-      wokenAt = Date.now();
+      eventWoken = true;
+      wokenAt = performance.now();
       waker.wake();
     };
+    // Listeners first: a client that hangs up during any await below ends the stream.
+    res.on('close', end);
+    req.raw.socket?.on('close', end);
+    if (res.destroyed || req.raw.socket?.destroyed) end();
+    open.add(end);
     wakes.add(wake);
+    const unwatch = ctx.credentials.onChange(() => {
+      credentialsChanged = true;
+      waker.wake();
+    });
 
-    // A slow reader is not buffered without bound: the loop waits for the socket to drain.
-    const write = async (e: FeedEvent) => {
-      if (!res.write(`id: ${e.sequence}\nevent: ${e.event}\ndata: ${JSON.stringify(e)}\n\n`)) {
-        await new Promise<void>((resolve) => {
-          const done = () => {
-            res.off('drain', done);
-            res.off('close', done);
-            resolve();
-          };
-          res.on('drain', done);
-          res.on('close', done);
-        });
-      }
-    };
-    let lastWrite = Date.now();
-    let lastRead = 0;
     try {
+      let cursor = resumeFrom ?? q.after ?? (await latestSequence(ctx.db, p.merchantId, p.keyAccountId));
       await subscribe();
+      if (ended) return;
+      reply.hijack();
+      res.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-store',
+        connection: 'keep-alive',
+        'x-accel-buffering': 'no',
+        'x-request-id': req.id,
+      });
+      // The starting cursor at once, as an `id:` line: a client that loses the connection before
+      // the first event resumes from here (Last-Event-ID), not at whatever is newest by then.
+      res.write(`retry: 2000\nid: ${cursor}\n: pixgate events for merchant ${p.merchantId} after ${cursor}\n\n`);
+
+      // A slow reader is not buffered without bound: the loop waits for the socket to drain.
+      const write = async (e: FeedEvent) => {
+        if (!res.write(`id: ${e.sequence}\nevent: ${e.event}\ndata: ${JSON.stringify(e)}\n\n`)) {
+          await new Promise<void>((resolve) => {
+            const done = () => {
+              res.off('drain', done);
+              res.off('close', done);
+              resolve();
+            };
+            res.on('drain', done);
+            res.on('close', done);
+          });
+        }
+      };
+      let lastWrite = performance.now();
+      let lastRead = -Infinity;
+      let lastCheck = performance.now();
+      let readDue = true;
+      let nextReadAt = 0;
       while (!ended) {
-        const spacing = lastRead + STREAM_MIN_SPACING_MS - Date.now();
-        if (spacing > 0) await new Promise((r) => setTimeout(r, spacing));
-        lastRead = Date.now();
-        const rows = await readFeed(ctx.db, { merchantId: p.merchantId, accountId: p.keyAccountId, after: cursor, types: q.types, limit: FEED_LIMIT_MAX });
-        for (const e of rows) {
+        // The credentials are checked again before every read, on every change notification
+        // (auth_changed) and at least every STREAM_CREDENTIALS_CHECK_MS: a revoked or expired key,
+        // a deactivated account or merchant, a permission or whitelist taken away ends the stream
+        // as it refuses a new request. While nothing changes the check costs no statement.
+        if (readDue || credentialsChanged || performance.now() - lastCheck >= STREAM_CREDENTIALS_CHECK_MS) {
+          credentialsChanged = false;
+          lastCheck = performance.now();
+          const refused = await recheckCredentials(req, ctx);
+          if (refused) {
+            if (!ended) res.write(`: closed: ${refused.message}\n\n`);
+            break;
+          }
           if (ended) break;
-          await write(e);
-          cursor = e.sequence;
-          lastWrite = Date.now();
         }
-        if (rows.length === FEED_LIMIT_MAX) continue;
-        if (Date.now() - lastWrite >= STREAM_HEARTBEAT_MS) {
+        if (readDue) {
+          readDue = false;
+          const spacing = lastRead + STREAM_MIN_SPACING_MS - performance.now();
+          if (spacing > 0) await new Promise((r) => setTimeout(r, spacing));
+          lastRead = performance.now();
+          const rows = await readFeed(ctx.db, { merchantId: p.merchantId, accountId: p.keyAccountId, after: cursor, types: q.types, limit: FEED_LIMIT_MAX });
+          for (const e of rows) {
+            if (ended) break;
+            await write(e);
+            cursor = e.sequence;
+            lastWrite = performance.now();
+          }
+          if (rows.length === FEED_LIMIT_MAX) {
+            readDue = true;
+            continue;
+          }
+          const followUp = performance.now() - wokenAt < STREAM_FOLLOW_UP_FOR_MS;
+          nextReadAt = performance.now() + (followUp ? STREAM_FOLLOW_UP_MS : STREAM_SAFETY_NET_MS);
+        }
+        if (ended) break;
+        if (performance.now() - lastWrite >= STREAM_HEARTBEAT_MS) {
           res.write(': keep-alive\n\n');
-          lastWrite = Date.now();
+          lastWrite = performance.now();
         }
-        const followUp = Date.now() - wokenAt < STREAM_FOLLOW_UP_FOR_MS;
-        await waker.sleep(followUp ? STREAM_FOLLOW_UP_MS : Math.min(STREAM_SAFETY_NET_MS, STREAM_HEARTBEAT_MS - (Date.now() - lastWrite)));
+        const now = performance.now();
+        await waker.sleep(Math.min(nextReadAt - now, STREAM_CREDENTIALS_CHECK_MS - (now - lastCheck), STREAM_HEARTBEAT_MS - (now - lastWrite)));
+        if (eventWoken || performance.now() >= nextReadAt) {
+          eventWoken = false;
+          readDue = true;
+        }
       }
     } catch (err) {
+      if (!reply.sent && !res.headersSent && !ended) throw err;
       req.log.error({ err }, 'event stream failed');
     } finally {
+      unwatch();
       wakes.delete(wake);
       open.delete(end);
-      const n = (streams.get(p.merchantId) ?? 1) - 1;
-      if (n <= 0) streams.delete(p.merchantId);
-      else streams.set(p.merchantId, n);
-      res.end();
+      res.off('close', end);
+      req.raw.socket?.off('close', end);
+      release();
+      if (reply.sent || res.headersSent) res.end();
+      else if (ended) {
+        // The client left before the stream opened: nothing to answer.
+        reply.hijack();
+        res.destroy();
+      }
     }
   });
 }

@@ -1,4 +1,5 @@
 import type { Sql } from '../db/db.js';
+import { EVENT_CATALOG } from './catalog.js';
 
 /**
  * An event is shown once every transaction older than the one that wrote it has finished, or at
@@ -8,6 +9,15 @@ import type { Sql } from '../db/db.js';
  */
 export const FEED_HORIZON_MAX_WAIT_SECONDS = 5;
 const FINAL = `(xact_id IS NULL OR xact_id < pg_snapshot_xmin(pg_current_snapshot()) OR created_at < now() - interval '${FEED_HORIZON_MAX_WAIT_SECONDS} seconds')`;
+
+/**
+ * The events the feed, the stream and `pixgate listen` show: those of the public catalog as they
+ * are stored (an alias is stored as the event it stands for). Internal events the outbox also
+ * records (`account.deposit.completed`, catalog.ts INTERNAL_EVENTS) are never shown.
+ */
+export const FEED_EVENTS: readonly string[] = EVENT_CATALOG.filter((e) => e.firing !== 'alias').map((e) => e.event);
+const FEED_EVENT_SET = new Set(FEED_EVENTS);
+const isFeedEvent = (event: string) => FEED_EVENT_SET.has(event);
 
 /** One event as the feed shows it. */
 export interface FeedEvent {
@@ -30,7 +40,7 @@ export interface FeedQuery {
   /** An account key sees its account's events; a merchant-wide key (null) every event of the merchant. */
   accountId: number | null;
   after: number;
-  /** Event names; empty = every event. */
+  /** Event names; empty = every event of the public catalog (FEED_EVENTS). */
   types: readonly string[];
   limit: number;
 }
@@ -57,11 +67,11 @@ export async function readFeed(db: Sql, q: FeedQuery): Promise<FeedEvent[]> {
       WHERE merchant_id = $1
         AND id > $2
         AND ($3::bigint IS NULL OR account_id = $3)
-        AND (cardinality($4::text[]) = 0 OR event = ANY($4::text[]))
+        AND event = ANY($4::text[])
         AND ${FINAL}
       ORDER BY id
       LIMIT $5`,
-    [q.merchantId, q.after, q.accountId, q.types, q.limit],
+    [q.merchantId, q.after, q.accountId, q.types.length > 0 ? q.types.filter(isFeedEvent) : FEED_EVENTS, q.limit],
   );
   return rows.map((r) => ({
     sequence: Number(r.id),

@@ -6,7 +6,7 @@ import { NonceStoreUnavailableError, type combinedNonceAndRate, type NonceStore 
 import type { Permission } from '../auth/permissions.js';
 import type { AppContext } from '../context.js';
 import { resolveClientIp } from '../http/clientIp.js';
-import { badRequest, HMAC_DETAIL, permissionError, pipelineError, SHAPE1, workedFalse } from '../http/errors.js';
+import { badRequest, HMAC_DETAIL, permissionError, pipelineError, SHAPE1, workedFalse, type HttpError } from '../http/errors.js';
 import { CanonicalJsonError, JsonContentError, parseCanonical } from '../lib/canonicalJson.js';
 import { camelCaseErrorBody, camelToSnake, convertKeys, snakeToCamel } from '../lib/keyCase.js';
 import type { FixedWindowCounter, WindowHit } from '../ratelimit/fixedWindow.js';
@@ -142,6 +142,40 @@ function auth(req: FastifyRequest): Authenticated {
   return req.ext.auth;
 }
 
+/** Stage 4's refusal of `key` from `clientIp` (whitelist, then the account and merchant status). */
+function whitelistRefusal(key: Authenticated['key'], clientIp: string): HttpError | undefined {
+  if (key.ip_whitelist.length === 0) return pipelineError(403, SHAPE1.emptyWhitelist);
+  if (!whitelistAllows(key.ip_whitelist, clientIp)) return pipelineError(403, SHAPE1.ipNotListed);
+  if (key.operating_account_id === null || key.account_status !== 'active' || key.merchant_status !== 'active') {
+    return pipelineError(403, SHAPE1.accountInactive);
+  }
+  return undefined;
+}
+
+/** Stage 7's refusal of `key` for a route requiring `permission` (null: authentication only). */
+function permissionRefusal(key: Authenticated['key'], permission: Permission | null): HttpError | undefined {
+  return permission !== null && !key.permissions.includes(permission) ? permissionError(permission) : undefined;
+}
+
+/**
+ * For answers that last (the live events stream): stages 3, 4 and 7 again, now, for the
+ * credentials this request presented — what a new request with them would be refused with, or
+ * undefined while they still hold. The key is read through the credential cache, which a change
+ * anywhere (revoked, expired, account or merchant deactivated, permissions or whitelist patched)
+ * invalidates at once (`auth_changed`), so a check costs no statement while nothing changes. A key
+ * that now operates on another account than when the request started is refused too.
+ */
+export async function recheckCredentials(req: FastifyRequest, ctx: AppContext): Promise<HttpError | undefined> {
+  const started = auth(req).key;
+  const result = await authenticate((clientId) => ctx.credentials.apiKey(ctx.db, clientId), ctx.clock, header(req, 'authorization'));
+  if (!('key' in result)) return result;
+  const key = result.key;
+  if (key.client_id !== started.client_id || key.merchant_id !== started.merchant_id || key.account_id !== started.account_id || key.operating_account_id !== started.operating_account_id) {
+    return pipelineError(403, SHAPE1.accountInactive);
+  }
+  return whitelistRefusal(key, req.ext.clientIp) ?? permissionRefusal(key, req.routeOptions.config.permission ?? null);
+}
+
 export const STAGES: readonly Stage[] = [
   {
     n: 1,
@@ -189,12 +223,8 @@ export const STAGES: readonly Stage[] = [
     phase: 'onRequest',
     applies: () => true,
     run(req) {
-      const { key } = auth(req);
-      if (key.ip_whitelist.length === 0) throw pipelineError(403, SHAPE1.emptyWhitelist);
-      if (!whitelistAllows(key.ip_whitelist, req.ext.clientIp)) throw pipelineError(403, SHAPE1.ipNotListed);
-      if (key.operating_account_id === null || key.account_status !== 'active' || key.merchant_status !== 'active') {
-        throw pipelineError(403, SHAPE1.accountInactive);
-      }
+      const refused = whitelistRefusal(auth(req).key, req.ext.clientIp);
+      if (refused) throw refused;
     },
   },
   {
@@ -307,7 +337,8 @@ export const STAGES: readonly Stage[] = [
     run(req) {
       const permission = req.routeOptions.config.permission;
       if (permission === undefined) throw new Error(`route ${req.routeOptions.url} declares no permission`);
-      if (permission !== null && !auth(req).key.permissions.includes(permission)) throw permissionError(permission);
+      const refused = permissionRefusal(auth(req).key, permission);
+      if (refused) throw refused;
     },
   },
   {

@@ -117,7 +117,7 @@ function responseObject(
     if (spec.eventData) {
       media['x-itemSchema'] = {
         type: 'object',
-        description: 'One event of the stream (its `id:`, `event:` and `data:` lines); comment lines (`:`) are heartbeats',
+        description: 'One event of the stream (its `id:`, `event:` and `data:` lines); the first message carries only `id:` (the starting cursor); comment lines (`:`) are heartbeats',
         properties: {
           id: { type: 'string', pattern: '^\\d+$' },
           event: { type: 'string' },

@@ -153,7 +153,7 @@ export const feedApi = defineRoutes({
     requestHeaders: [{ name: 'Last-Event-ID', required: false, description: 'Resume after this sequence number', schema: { type: 'string', pattern: '^\\d{1,15}$' } }],
     responses: {
       200: {
-        description: 'text/event-stream: `id: <sequence>`, `event: <name>`, `data: <FeedEvent JSON>` per event; comment heartbeats',
+        description: 'text/event-stream: first a message with only `id: <starting sequence>` (a client that loses the connection resumes from it with Last-Event-ID), then `id: <sequence>`, `event: <name>`, `data: <FeedEvent JSON>` per event; comment heartbeats. The stream ends once its credentials would be refused (key revoked or expired, account or merchant inactive, permission or whitelist changed)',
         contentType: 'text/event-stream',
         eventData: Event,
       },

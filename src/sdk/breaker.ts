@@ -8,9 +8,18 @@ export interface BreakerOptions {
 }
 
 /**
- * The client circuit breaker: after `failureThreshold` consecutive timeouts or 5xx answers (or
- * connection failures) calls fail at once with CircuitOpenError for `openMs`; then exactly one call
- * goes through as a probe: success closes the circuit, failure opens it again.
+ * The client circuit breaker (the spec's "after 3 consecutive timeouts or 5xx stop 30 seconds, then
+ * one probe"). Each call ends as exactly one of:
+ *
+ *   failure    no answer (timeout, connection refused or reset) or a 5xx answer
+ *   answered   any answer below 500 (2xx, 3xx, 4xx including 429): the server is up, so the run of
+ *              consecutive failures is broken and counting starts again at 0
+ *   cancelled  the caller aborted it (its own AbortSignal): says nothing about the server
+ *
+ * After `failureThreshold` consecutive failures calls fail at once with CircuitOpenError for
+ * `openMs`; then exactly one call goes through as a probe (others still fail fast): answered
+ * closes the circuit, failure opens it for another `openMs`, cancelled leaves it half-open (the
+ * next call is the probe).
  */
 export class CircuitBreaker {
   private failures = 0;
@@ -41,22 +50,21 @@ export class CircuitBreaker {
     return { probe: true };
   }
 
-  success(ticket: { probe: boolean }): void {
+  /** The server answered with a status below 500: the run of failures is over (a probe closes it). */
+  answered(ticket: { probe: boolean }): void {
     if (ticket.probe) this.probing = false;
     this.failures = 0;
   }
 
+  /** No answer, or a 5xx. */
   failure(ticket: { probe: boolean }): void {
     if (ticket.probe) this.probing = false;
     this.failures++;
     if (this.failures >= this.threshold) this.openUntil = this.now() + this.openMs;
   }
 
-  /** The request ended without telling anything about the server (4xx, aborted by the caller). */
-  neutral(ticket: { probe: boolean }): void {
-    if (ticket.probe) {
-      this.probing = false;
-      this.failures = 0;
-    }
+  /** The caller aborted the call: neither success nor failure; a probe's turn passes to the next call. */
+  cancelled(ticket: { probe: boolean }): void {
+    if (ticket.probe) this.probing = false;
   }
 }

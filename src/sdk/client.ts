@@ -103,7 +103,6 @@ export class Pixgate<C extends KeyCase = 'snake'> {
     const maxAttempts = options.retry === false || !safeToRepeat ? 1 : this.o.maxRetries + 1;
 
     for (let attempt = 1; ; attempt++) {
-      const ticket = this.breaker?.enter() ?? { probe: false };
       const headers: Record<string, string> = { authorization: `ApiKey ${this.o.clientId}:${this.o.clientSecret}`, accept: 'application/json' };
       if (this.o.keyCase === 'camel') headers['x-key-case'] = 'camelCase';
       if (text !== undefined) {
@@ -124,6 +123,8 @@ export class Pixgate<C extends KeyCase = 'snake'> {
       if (idempotencyKey !== null) headers['idempotency-key'] = idempotencyKey;
       Object.assign(headers, options.headers);
 
+      // Entered only now, right before the call: nothing between here and its outcome can throw.
+      const ticket = this.breaker?.enter() ?? { probe: false };
       const deadline = AbortSignal.timeout(this.o.timeoutMs);
       const signal = options.signal ? AbortSignal.any([deadline, options.signal]) : deadline;
       let res: Response;
@@ -133,7 +134,7 @@ export class Pixgate<C extends KeyCase = 'snake'> {
         responseText = await res.text();
       } catch (err) {
         if (options.signal?.aborted) {
-          this.breaker?.neutral(ticket);
+          this.breaker?.cancelled(ticket);
           throw err;
         }
         this.breaker?.failure(ticket);
@@ -152,8 +153,7 @@ export class Pixgate<C extends KeyCase = 'snake'> {
         body = responseText;
       }
       if (res.status >= 500) this.breaker?.failure(ticket);
-      else if (res.status >= 200 && res.status < 300) this.breaker?.success(ticket);
-      else this.breaker?.neutral(ticket);
+      else this.breaker?.answered(ticket);
 
       if (res.status >= 200 && res.status < 300) {
         return { status: res.status, headers: headersOut, body: body as B, text: responseText, requestId: headersOut['x-request-id'] ?? null, attempts: attempt };
@@ -365,11 +365,15 @@ export async function* readSse(body: ReadableStream<Uint8Array>): AsyncGenerator
   const reader = body.getReader();
   const decoder = new TextDecoder();
   let buffer = '';
+  let pendingCr = '';
   try {
     for (;;) {
       const { value, done } = await reader.read();
       if (done) return;
-      buffer += decoder.decode(value, { stream: true }).replace(/\r\n?/g, '\n');
+      // A CR at the end of a chunk may be the first half of a CRLF: kept until the next chunk.
+      const text = pendingCr + decoder.decode(value, { stream: true });
+      pendingCr = text.endsWith('\r') ? '\r' : '';
+      buffer += (pendingCr ? text.slice(0, -1) : text).replace(/\r\n?/g, '\n');
       let i: number;
       while ((i = buffer.indexOf('\n\n')) >= 0) {
         const block = buffer.slice(0, i);

@@ -7,8 +7,13 @@
  *   X-Service-Signature  hex HMAC-SHA256 of the body keyed with the secret's UTF-8 bytes (no
  *                      timestamp: de-duplicate on X-Service-Delivery)
  *
+ * By default the Standard Webhooks headers are required: they are what signs the timestamp (replay
+ * protection) and the id to de-duplicate on, and pixgate sends them on every delivery. A delivery
+ * with only X-Service-Signature — e.g. a captured old delivery with its `webhook-*` headers stripped —
+ * is refused unless the caller chooses `requireTimestamp: false` (legacy receivers: no replay
+ * protection, and the returned `id`, from X-Service-Delivery, is not covered by any signature).
  * When the Standard Webhooks headers are present they must verify (a stale or forged one is refused
- * even if X-Service-Signature is also sent); `requireTimestamp: true` refuses deliveries without them.
+ * even if X-Service-Signature is also sent).
  */
 export class WebhookVerificationError extends Error {
   override name = 'WebhookVerificationError';
@@ -24,7 +29,11 @@ export interface VerifyWebhookOptions {
   secret: string;
   /** Default 300 s. */
   toleranceSeconds?: number;
-  /** Refuse deliveries without Standard Webhooks headers (replay protection required). */
+  /**
+   * Default true: refuse deliveries without the Standard Webhooks headers (signed timestamp and id:
+   * replay protection). `false` also accepts X-Service-Signature alone — legacy mode, chosen
+   * explicitly: no replay protection, and `id` is then unsigned.
+   */
   requireTimestamp?: boolean;
   /** Current time in ms (tests). */
   now?: number;
@@ -34,7 +43,10 @@ export interface VerifiedWebhook<T = Record<string, unknown>> {
   event: T & { event: string; status: string };
   /** Which signature was checked. */
   scheme: 'standard-webhooks' | 'x-service-signature';
-  /** The delivery id (de-duplicate on it). */
+  /**
+   * The delivery id (de-duplicate on it): signed with scheme `standard-webhooks`; with
+   * `x-service-signature` (legacy mode only) it is the unsigned X-Service-Delivery header.
+   */
   id: string | null;
   timestamp: number | null;
 }
@@ -75,13 +87,24 @@ function hexToBytes(hex: string): Uint8Array | null {
   return out;
 }
 
-/** The Standard Webhooks key of a secret: `whsec_<standard base64 of ≥ 16 bytes>` decoded, else its UTF-8 bytes. */
+function bytesToBase64(bytes: Uint8Array): string {
+  let bin = '';
+  for (const b of bytes) bin += String.fromCharCode(b);
+  return btoa(bin);
+}
+
+/**
+ * The Standard Webhooks key of a secret, derived exactly as the server derives it
+ * (src/webhooks/standardWebhooks.ts): `whsec_<canonical padded standard base64 of ≥ 16 bytes>`
+ * decoded, else the secret's UTF-8 bytes. Canonical: the text is what encoding the decoded bytes
+ * gives back (no stray bits in the last character), so one secret never has two keys.
+ */
 export function standardWebhooksKey(secret: string): Uint8Array {
   if (secret.startsWith('whsec_')) {
     const rest = secret.slice(6);
     if (STANDARD_BASE64.test(rest)) {
       const key = base64ToBytes(rest);
-      if (key && key.length >= 16) return key;
+      if (key && key.length >= 16 && bytesToBase64(key) === rest) return key;
     }
   }
   return encoder.encode(secret);
@@ -134,7 +157,11 @@ export async function verifyWebhook<T = Record<string, unknown>>(o: VerifyWebhoo
     }
     throw new WebhookVerificationError('no matching webhook-signature');
   }
-  if (o.requireTimestamp) throw new WebhookVerificationError('Standard Webhooks headers are required');
+  if (o.requireTimestamp ?? true) {
+    throw new WebhookVerificationError(
+      'Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature) are required; pass requireTimestamp: false to accept X-Service-Signature alone, without replay protection',
+    );
+  }
   const service = h.get('x-service-signature');
   if (!service) throw new WebhookVerificationError('no signature header');
   const bytes = hexToBytes(service.trim());

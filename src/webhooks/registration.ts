@@ -5,6 +5,7 @@ import { businessError, HttpError, workedFalse } from '../http/errors.js';
 import { parseOrThrow } from '../http/validation.js';
 import { isoNaive } from '../lib/clock.js';
 import { destinationProblem, type AllowedHost } from './destination.js';
+import { webhookSecretProblem } from './standardWebhooks.js';
 import { webhookFields as body } from './webhooks.api.js';
 import type { WebhookRow } from './repository.js';
 
@@ -45,6 +46,7 @@ function eventsError(message: string): HttpError {
 /**
  * Validates a POST /webhooks body in the documented order (docs/webhooks.md):
  *  1. shape and types of url, secret, description, allow_insecure; unknown fields   400 bad_request field map
+ *     a secret starting with whsec_ that is not its canonical Standard Webhooks form 400 bad_request field map
  *  2. url parses as an absolute URL without credentials                          400 bad_request field map
  *  3. scheme https, or http with allow_insecure                                   422 {worked: false, detail}
  *  4. events present and non-empty                                                400 {errors: {events: ["can't be blank"]}}
@@ -53,6 +55,8 @@ function eventsError(message: string): HttpError {
  */
 export function validateWebhook(input: unknown, allowed: readonly AllowedHost[]): WebhookInput {
   const fields = parseOrThrow(body, input);
+  const secretProblem = fields.secret === undefined ? undefined : webhookSecretProblem(fields.secret);
+  if (secretProblem) throw businessError(400, 'bad_request', { secret: [secretProblem] });
   let url: URL;
   try {
     url = new URL(fields.url);

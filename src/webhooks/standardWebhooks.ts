@@ -21,6 +21,19 @@ const STANDARD_BASE64 = /^(?:[A-Za-z0-9+/]{4})+(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+
 
 export type StandardWebhooksKeyFormat = 'base64' | 'raw';
 
+/**
+ * Why a secret the merchant chose cannot be registered, or undefined: a secret that starts with
+ * `whsec_` claims the Standard Webhooks form and must be exactly that — canonical padded standard
+ * base64 of at least 16 bytes — or verifiers would derive different keys from it (the published
+ * ones decode leniently, pixgate and its SDK would key it raw).
+ */
+export function webhookSecretProblem(secret: string): string | undefined {
+  if (!secret.startsWith(STANDARD_WEBHOOKS_PREFIX)) return undefined;
+  return standardWebhooksKey(secret).format === 'base64'
+    ? undefined
+    : 'a secret starting with whsec_ must be whsec_ followed by the standard base64 (padded, canonical) of at least 16 bytes; choose another secret or omit it to have one generated';
+}
+
 /** The key Standard Webhooks signatures use for a webhook secret, and how it was derived. */
 export function standardWebhooksKey(secret: string): { key: Buffer; format: StandardWebhooksKeyFormat } {
   if (secret.startsWith(STANDARD_WEBHOOKS_PREFIX)) {

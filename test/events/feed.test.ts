@@ -7,7 +7,9 @@ import { FEED_HORIZON_MAX_WAIT_SECONDS } from '../../src/events/feed.js';
 import { readSse } from '../../src/sdk/client.js';
 
 /** Server-Sent Events of a fetch response, read by the SDK's parser. */
-const sse = (res: Response) => readSse(res.body!);
+async function* sse(res: Response) {
+  for await (const msg of readSse(res.body!)) if (msg.data) yield msg;
+}
 
 describe.each(BACKENDS)('events feed on %s', (backend) => {
   let s: TestServer;

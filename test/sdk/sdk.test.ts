@@ -285,13 +285,15 @@ describe.each(BACKENDS)('SDK against a real server (%s)', (backend) => {
     delete legacy['webhook-id'];
     delete legacy['webhook-timestamp'];
     delete legacy['webhook-signature'];
-    expect((await verifyWebhook({ rawBody: d.raw.toString('utf8'), headers: legacy, secret: hook.secret })).scheme).toBe('x-service-signature');
+    // X-Service-Signature alone only in legacy mode, chosen explicitly (no replay protection).
+    expect((await verifyWebhook({ rawBody: d.raw.toString('utf8'), headers: legacy, secret: hook.secret, requireTimestamp: false })).scheme).toBe('x-service-signature');
     const refused = [
       () => verifyWebhook({ rawBody: Buffer.concat([d.raw, Buffer.from(' ')]), headers: d.headers, secret: hook.secret }),
       () => verifyWebhook({ rawBody: d.raw, headers: d.headers, secret: 'whsec_other' }),
       () => verifyWebhook({ rawBody: d.raw, headers: d.headers, secret: hook.secret, now: Date.now() + 301_000 }),
+      () => verifyWebhook({ rawBody: d.raw, headers: legacy, secret: hook.secret }),
       () => verifyWebhook({ rawBody: d.raw, headers: legacy, secret: hook.secret, requireTimestamp: true }),
-      () => verifyWebhook({ rawBody: d.raw, headers: { ...legacy, 'x-service-signature': '00'.repeat(32) }, secret: hook.secret }),
+      () => verifyWebhook({ rawBody: d.raw, headers: { ...legacy, 'x-service-signature': '00'.repeat(32) }, secret: hook.secret, requireTimestamp: false }),
     ];
     for (const attempt of refused) await expect(attempt()).rejects.toBeInstanceOf(WebhookVerificationError);
   });
