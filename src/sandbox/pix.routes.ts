@@ -10,7 +10,8 @@ import { normalizePixKey } from '../pix/keys.js';
 import * as pix from '../pix/repository.js';
 import { SimulatedRail } from '../rail/simulator.js';
 import { transactionRecord } from '../transactions/views.js';
-import { unwrap } from './outcome.js';
+import { findRefusalByEndToEndId } from '../pix/railRefusals.js';
+import { creditedOrRefused, unwrap } from './outcome.js';
 import { payBrCode } from './payerBank.js';
 
 /**
@@ -76,6 +77,10 @@ export async function pixSandboxRoutes(app: FastifyInstance, ctx: AppContext) {
       'SELECT transaction_id, amount FROM transactions WHERE end_to_end_id = $1',
       [result.endToEndId],
     );
+    const refused = back ? undefined : await findRefusalByEndToEndId(ctx.db, result.endToEndId);
+    if (refused) {
+      return reply.code(200).send({ returned: false, end_to_end_id: result.endToEndId, detail: `This institution refused the return (${refused.reason_code}): ${refused.reason}`, payout });
+    }
     return reply.code(201).send({ returned: true, transaction_id: back?.transaction_id ?? null, end_to_end_id: result.endToEndId, amount: back?.amount ?? amount ?? null, payout });
   });
 
@@ -90,8 +95,7 @@ export async function pixSandboxRoutes(app: FastifyInstance, ctx: AppContext) {
       payerIspb: body.payer_ispb,
       description: body.description,
     });
-    const row = await pix.findByEndToEndId(ctx.db, endToEndId);
-    if (!row) throw new Error(`inbound payment ${endToEndId} was not credited in time`);
+    const row = await creditedOrRefused(ctx, endToEndId);
     return reply.code(201).send({ transaction_id: row.transaction_id, end_to_end_id: row.end_to_end_id, amount: row.amount });
   });
 
