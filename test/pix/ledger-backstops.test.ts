@@ -4,6 +4,7 @@ import { constraintName, sqlState, type Sql } from '../../src/db/db.js';
 import { INSTITUTION_BOOK, post } from '../../src/ledger/ledger.js';
 import { newEndToEndId } from '../../src/lib/ids.js';
 import { MAX_BALANCE_BASE_UNITS } from '../../src/lib/money.js';
+import { railNotificationHandler } from '../../src/pix/railEvents.js';
 import { SimulatedRail } from '../../src/rail/simulator.js';
 import * as simStore from '../../src/rail/sim/store.js';
 import { addPixKey, merchantWithKey, type MerchantFixture } from '../helpers/client.js';
@@ -82,7 +83,7 @@ describe.each(BACKENDS)('ledger backstops on %s', (backend) => {
     const left = await s.ctx.db.query('SELECT attempts FROM sim_notifications WHERE notification_id = $1', [notificationId]);
     const [refused] = await s.ctx.db.query<{ reason_code: string; amount: number }>('SELECT reason_code, amount FROM rail_refusals WHERE notification_id = $1', [notificationId]);
     const credited = await s.ctx.db.query('SELECT transaction_id FROM transactions WHERE end_to_end_id = $1', [returnEndToEndId]);
-    return { notificationId, left: left.length, refused, credited: credited.length };
+    return { notificationId, returnEndToEndId, returnedAt: now, left: left.length, refused, credited: credited.length };
   };
 
   describe('item 6: returns from the rail are checked', () => {
@@ -99,6 +100,20 @@ describe.each(BACKENDS)('ledger backstops on %s', (backend) => {
       expect(outcome).toMatchObject({ left: 0, credited: 0, refused: { reason_code: 'ORIGINAL_NOT_SETTLED', amount: 100_000 } });
       expect(await balances(s.ctx.db, m.accountId)).toEqual(before);
       expect(await txRow(s.ctx.db, held.transaction_id)).toMatchObject({ stage: 2, payment_status: 'processing', returned_amount: 0 });
+      // Delivered again (at least once), it is answered with the same refusal and still not credited.
+      const again = await railNotificationHandler(s.ctx)({
+        id: outcome.notificationId,
+        at: outcome.returnedAt,
+        kind: 'payment.returned',
+        endToEndId: held.end_to_end_id,
+        returnEndToEndId: outcome.returnEndToEndId,
+        amount: 100_000,
+        returnCode: 'MD06',
+        reason: 'Devolução PIX',
+        returnedAt: outcome.returnedAt,
+      });
+      expect(again).toEqual({ refused: { code: 'ORIGINAL_NOT_SETTLED', reason: expect.any(String) } });
+      expect(await balances(s.ctx.db, m.accountId)).toEqual(before);
       expect((await outbox(s.ctx.db, held.transaction_id)).map((e) => e.event)).not.toContain('pix.payout.returned');
       await sandbox(s, 'POST', `/payouts/${held.transaction_id}/reject`);
     });
