@@ -274,6 +274,26 @@ describe.each(BACKENDS)('ledger backstops on %s', (backend) => {
       expect(await balances(s.ctx.db, m.accountId)).toEqual({ available: reserved.available + reserved.pending, blocked: 0, pending: 0 });
     });
 
+    it('a payout return the account cannot take is refused (200 returned: false, AM02); the rail gives the amount back to what remains', async () => {
+      const m = await merchantWithKey(s, { depositCents: 10_000 });
+      const paid = await cashOut(m, await foreignKey(s));
+      await finished(paid.transaction_id);
+      const settled = await balances(s.ctx.db, m.accountId);
+      await bulkCredit(m.accountId, MAX_BALANCE_BASE_UNITS - 50_000 - settled.available);
+      const before = await balances(s.ctx.db, m.accountId);
+      const res = await sandbox(s, 'POST', `/payouts/${paid.transaction_id}/return`);
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ returned: false, detail: expect.stringMatching(/refused the return \(AM02\)/), payout: { payment_status: 'settled', returned_amount: 0 } });
+      expect(await balances(s.ctx.db, m.accountId)).toEqual(before);
+      const [original] = await s.ctx.db.query<{ returned_amount: number }>('SELECT returned_amount FROM sim_payments WHERE end_to_end_id = $1', [paid.end_to_end_id]);
+      expect(original!.returned_amount).toBe(0);
+      const [refusedReturn] = await s.ctx.db.query<{ status: string; reason_code: string }>(
+        "SELECT status, reason_code FROM sim_payments WHERE original_end_to_end_id = $1 AND kind = 'return'",
+        [paid.end_to_end_id],
+      );
+      expect(refusedReturn).toEqual({ status: 'rejected', reason_code: 'AM02' });
+    });
+
     it('an operator deposit past the account total is refused like one past the book (422 amount_too_large)', async () => {
       const m = await merchantWithKey(s, { depositCents: 10_000 });
       await bulkCredit(m.accountId, MAX_BALANCE_BASE_UNITS - 2_000_000_000_000);
