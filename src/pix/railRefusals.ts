@@ -13,6 +13,8 @@ import type { RailNotification, Refusal } from '../rail/rail.js';
 export const REFUSAL = {
   /** ISO 20022 AM02, NotAllowedAmount: the credit would take the account past MAX_BALANCE_BASE_UNITS. */
   balanceLimit: { code: 'AM02', reason: 'The receiving account cannot hold this amount: it would exceed the maximum balance' },
+  /** ISO 20022 AC03, InvalidCreditorAccountNumber: the payment names no account of this institution. */
+  accountNotFound: { code: 'AC03', reason: 'The receiving account does not exist' },
   payoutNotFound: { code: 'ORIGINAL_NOT_FOUND', reason: 'The returned payment is not a payout of this institution' },
   payoutNotSettled: { code: 'ORIGINAL_NOT_SETTLED', reason: 'The returned payout has not settled' },
   returnExceeded: { code: 'RETURN_AMOUNT_EXCEEDED', reason: 'The return exceeds what remains of the settled payout' },

@@ -241,6 +241,32 @@ describe.each(BACKENDS)('ledger backstops on %s', (backend) => {
       expect((await sandbox(s, 'POST', '/infractions', { end_to_end_id: payment!.end_to_end_id })).status).toBe(404);
     });
 
+    it('an inbound PIX for no account of this institution is refused (AC03), not retried forever', async () => {
+      const endToEndId = newEndToEndId('E', '00360305', new Date());
+      const notificationId = `inbound.payment:${endToEndId}`;
+      const now = new Date();
+      await simStore.enqueueNotification(s.ctx.db, {
+        notificationId,
+        subject: endToEndId,
+        kind: 'inbound.payment',
+        payload: {
+          kind: 'inbound.payment',
+          endToEndId,
+          amount: 100_000,
+          receiverAccountId: 987_654_321,
+          payer: { name: 'Rita', document: '52998224725', ispb: '00360305' },
+          description: null,
+          txid: null,
+          receivedAt: now.toISOString(),
+        },
+        createdAt: now,
+      });
+      await sim.deliverNow([notificationId]);
+      expect(await s.ctx.db.query('SELECT 1 FROM sim_notifications WHERE notification_id = $1', [notificationId])).toEqual([]);
+      const [recorded] = await s.ctx.db.query('SELECT kind, amount, reason_code FROM rail_refusals WHERE notification_id = $1', [notificationId]);
+      expect(recorded).toEqual({ kind: 'inbound.payment', amount: 100_000, reason_code: 'AC03' });
+    });
+
     it('a charge payment that would pass the maximum is refused (422) and the charge stays open', async () => {
       const m = await merchantWithKey(s);
       await addPixKey(s, m.accountId, 'evp');
