@@ -149,7 +149,8 @@ export interface PostInput {
 /**
  * Writes one balanced ledger transaction. Throws InsufficientFundsError if a merchant book would
  * go negative (callers check the balance under `lockAccounts` first; this is the backstop), and
- * AmountTooLargeError if an entry or a merchant book would leave the bounds of src/lib/money.ts.
+ * AmountTooLargeError if an entry, a merchant book or a credited account's total would leave the
+ * bounds of src/lib/money.ts (`refuseTotalPastMaximum`).
  *
  * The credit primitive: every posting that credits a merchant's `available` book tops up that
  * account's short MED blocks in the same transaction (`coverShortBlocks`, oldest infraction
@@ -198,12 +199,37 @@ export async function post(tx: Sql, input: PostInput): Promise<number> {
     }
     throw err;
   }
+  await refuseTotalPastMaximum(tx, postings);
   const credited = new Set<number>();
   for (const p of postings) {
     if (typeof p.book !== 'string' && p.book.book === 'available' && p.amount > 0) credited.add(p.book.accountId);
   }
   for (const accountId of credited) await coverShortBlocks(tx, accountId, input.now ?? new Date());
   return ledgerTransactionId;
+}
+
+/**
+ * The bound of an account as a whole: a posting that brings money into a merchant account (its
+ * books' net is positive: a PIX received, a return, a deposit, a transfer in, a boleto settlement)
+ * may not take the sum of its three books past MAX_BALANCE_BASE_UNITS. The CHECK of each book
+ * alone (migration 0510) is not enough: money reserved in `pending` (or blocked) comes back to
+ * `available` by a movement that cannot be refused — a rejected payout, a failed refund, a
+ * released block — and must always fit there. Moves within an account (net zero) and debits read
+ * nothing. Checked after the entries, while the credited books are locked (the statement trigger
+ * locks them): another movement of the account can then only lower its total.
+ */
+async function refuseTotalPastMaximum(tx: Sql, postings: readonly Posting[]): Promise<void> {
+  const net = new Map<number, number>();
+  for (const p of postings) {
+    if (typeof p.book !== 'string') net.set(p.book.accountId, (net.get(p.book.accountId) ?? 0) + p.amount);
+  }
+  const raised = [...net].filter(([, amount]) => amount > 0).map(([accountId]) => accountId);
+  if (raised.length === 0) return;
+  const over = await tx.query(
+    'SELECT account_id FROM ledger_accounts WHERE account_id = ANY($1::bigint[]) GROUP BY account_id HAVING sum(balance) > $2',
+    [raised, MAX_BALANCE_BASE_UNITS],
+  );
+  if (over.length > 0) throw new AmountTooLargeError('the credit would take the account balance past its maximum');
 }
 
 /**

@@ -10,6 +10,7 @@ import { insertTransaction, TX_STATUS } from '../transactions/repository.js';
 import { emitChargeEvent, expireCharges, matchInboundPayment } from './cashin/charges.js';
 import * as charges from './cashin/repository.js';
 import { emitFor } from './events.js';
+import { REFUSAL, RefusedNotification } from './railRefusals.js';
 import * as repo from './repository.js';
 import type { OwnedTransaction } from './repository.js';
 
@@ -42,13 +43,17 @@ export interface InboundPayment {
  *
  * Open MED blocks of the account that are short take what the credit brought (the ledger's credit
  * primitive tops them up).
+ *
+ * A payment this institution cannot take is refused (src/pix/railRefusals.ts): for no account of
+ * its own (RefusedNotification, AC03), or past the account's maximum balance (the ledger's
+ * AmountTooLargeError, AM02); the caller's transaction rolls back and nothing is credited.
  */
 export async function receiveInboundPayment(tx: Sql, ctx: AppContext, p: InboundPayment): Promise<OwnedTransaction> {
   const already = await repo.findByEndToEndId(tx, p.endToEndId);
   if (already) return already;
   await lockAccount(tx, p.accountId);
   const account = await merchants.findAccount(tx, p.accountId);
-  if (!account) throw new Error(`inbound payment ${p.endToEndId} for unknown account ${p.accountId}`);
+  if (!account) throw new RefusedNotification(REFUSAL.accountNotFound);
   const fee = Math.min(centsToBaseUnits(account.cash_in_fee_cents), p.amount);
   const payerBankName = bankName(p.payer.ispb, { ispb: ctx.config.institutionIspb, name: ctx.institutionName });
   const payer = { name: p.payer.name, document: p.payer.document, ispb: p.payer.ispb, bank_name: payerBankName };

@@ -9,6 +9,7 @@ import type { RailNotification } from '../rail/rail.js';
 import { insertTransaction, TX_STATUS } from '../transactions/repository.js';
 import { releaseReservation } from './cashOut.js';
 import { emitFor, payoutBody } from './events.js';
+import { REFUSAL, RefusedNotification } from './railRefusals.js';
 import * as repo from './repository.js';
 import type { OwnedTransaction } from './repository.js';
 
@@ -23,6 +24,7 @@ import type { OwnedTransaction } from './repository.js';
  *   payment.settled   -> settled: pending -> central bank + fees          pix.payout.confirmed
  *   payment.rejected  -> rejected: pending -> available                   pix.payout.failed
  *   payment.returned  credit from the central bank, a `payout_return` record  pix.payout.returned
+ *                     (of a settled payout, within its amount; else refused back to the rail)
  *   payment.return_rejected  nothing moves                                pix.payout.return.failed
  */
 
@@ -132,9 +134,19 @@ function returnBody(row: OwnedTransaction, amount: number) {
   return { ...payoutBody(row), direction: 'credit', amount, fee_amount: 0, net_amount: amount, original_amount: row.amount };
 }
 
+/**
+ * A return of a payout: credited only if the payout settled and the returns stay within what it
+ * settled (`transactions.returned_amount`, CHECKed by the database too, migration 0690). Anything
+ * else — a return of an unknown or unsettled payout, or beyond its amount — is refused back to the
+ * rail (RefusedNotification: recorded, not credited, not retried; src/pix/railRefusals.ts).
+ */
 export async function onPaymentReturned(tx: Sql, ctx: AppContext, n: Of<'payment.returned'>): Promise<void> {
   const row = await lockPayout(tx, ctx, n.endToEndId, true);
-  if (!row || row.payment_status === 'rejected' || (await repo.findByEndToEndId(tx, n.returnEndToEndId))) return;
+  if (!row) throw new RefusedNotification(REFUSAL.payoutNotFound);
+  if (await repo.findByEndToEndId(tx, n.returnEndToEndId)) return; // this return was credited already
+  if (row.payment_status !== 'settled' && row.payment_status !== 'returned') throw new RefusedNotification(REFUSAL.payoutNotSettled, row.account_id);
+  const total = addMoney(row.returned_amount, n.amount);
+  if (total > row.amount) throw new RefusedNotification(REFUSAL.returnExceeded, row.account_id);
   const now = ctx.clock.now();
   const back = await insertTransaction(tx, {
     transaction_id: newTransactionId(TX_PREFIX.payoutReturn, now),
@@ -165,13 +177,7 @@ export async function onPaymentReturned(tx: Sql, ctx: AppContext, n: Of<'payment
       { book: { accountId: row.account_id, book: 'available' }, amount: n.amount },
     ],
   });
-  const total = await repo.returnedTotal(tx, row.id);
-  const updated = await repo.updateState(
-    tx,
-    row.id,
-    { ...(total >= row.amount ? { payment_status: 'returned' } : {}), metadata: { returned_amount: total } },
-    now,
-  );
+  const updated = await repo.updateState(tx, row.id, { ...(total === row.amount ? { payment_status: 'returned' } : {}), returned_amount: total }, now);
   await emitFor(tx, 'pix.payout.returned', updated, {
     ...returnBody(updated, n.amount),
     return_transaction_id: back.transaction_id,

@@ -54,6 +54,8 @@ export interface StateChange {
   payment_status?: string;
   stage?: number;
   completed_at?: Date;
+  /** What the receiver returned of a cash-out so far (base units). */
+  returned_amount?: number;
   /** Merged into the record's metadata (top-level keys replaced). */
   metadata?: Record<string, unknown>;
 }
@@ -67,7 +69,8 @@ export async function updateState(tx: Sql, id: string, change: StateChange, now:
          stage = COALESCE($4, stage),
          completed_at = COALESCE($5, completed_at),
          metadata = metadata || $6::jsonb,
-         updated_at = $7
+         updated_at = $7,
+         returned_amount = COALESCE($8, returned_amount)
        WHERE id = $1 RETURNING *)
      SELECT t.*, a.merchant_id FROM t JOIN accounts a ON a.id = t.account_id`,
     [
@@ -78,6 +81,7 @@ export async function updateState(tx: Sql, id: string, change: StateChange, now:
       change.completed_at ?? null,
       JSON.stringify(change.metadata ?? {}),
       now,
+      change.returned_amount ?? null,
     ],
   );
   return row!;
@@ -110,15 +114,6 @@ export async function refundTotals(sql: Sql, originalId: string): Promise<{ open
     [originalId],
   );
   return row!;
-}
-
-/** Amount returned so far of an outbound payment (its `payout_return` records). */
-export async function returnedTotal(sql: Sql, originalId: string): Promise<number> {
-  const [row] = await sql.query<{ total: number }>(
-    `SELECT COALESCE(sum(amount), 0)::bigint AS total FROM transactions WHERE original_id = $1 AND kind = 'payout_return'`,
-    [originalId],
-  );
-  return row!.total;
 }
 
 /**

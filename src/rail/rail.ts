@@ -142,6 +142,22 @@ export const INFRACTION_DECISIONS = ['accepted', 'rejected', 'cancelled'] as con
 export type InfractionDecision = (typeof INFRACTION_DECISIONS)[number];
 
 export type RailNotificationKind = RailNotification['kind'];
+
+/** Why the receiving institution refused money the rail brought: an ISO reason code and its text. */
+export interface Refusal {
+  code: string;
+  reason: string;
+}
+
+/**
+ * The service's answer to a notification it handled: nothing (applied), or — for one that brings
+ * money in (`inbound.payment`, `payment.returned`) — refused: this institution, as the receiving
+ * side, did not take the money and recorded why. The rail then treats the payment or return as
+ * rejected by the receiver (the payer keeps the money) and does not deliver it again. A redelivery
+ * of a refused notification is answered with the same refusal.
+ */
+export type NotificationAnswer = void | { refused: Refusal };
+
 /**
  * The service's handler: applies one notification (throws when it could not; the rail delivers it
  * again later). `batch`, when present, applies several at once — the rail's delivery batch, at most
@@ -149,8 +165,8 @@ export type RailNotificationKind = RailNotification['kind'];
  * calls it instead of the handler once per notification.
  */
 export interface NotificationHandler {
-  (notification: RailNotification): Promise<void>;
-  batch?: (notifications: RailNotification[]) => Promise<BatchOutcome<void>[]>;
+  (notification: RailNotification): Promise<NotificationAnswer>;
+  batch?: (notifications: RailNotification[]) => Promise<BatchOutcome<NotificationAnswer>[]>;
 }
 
 export interface Rail {

@@ -13,6 +13,7 @@ import {
   type InfractionDecision,
   type KeyDirectory,
   type KeyRegistration,
+  type NotificationAnswer,
   type NotificationHandler,
   type PaymentAck,
   type PaymentOrder,
@@ -538,7 +539,7 @@ export class SimulatedRail implements Rail {
   async reportInfraction(input: { endToEndId: string; amount: number | undefined; reason: string }): Promise<SandboxOutcome<{ id: string }>> {
     const outcome = await this.options.db.transaction(async (tx): Promise<SandboxOutcome<{ id: string; notificationId: string }>> => {
       const payment = await store.findPayment(tx, input.endToEndId, true);
-      if (!payment || payment.kind !== 'payment' || payment.direction !== 'inbound' || payment.receiver_account_id === null) {
+      if (!payment || payment.kind !== 'payment' || payment.direction !== 'inbound' || payment.receiver_account_id === null || payment.status !== 'settled') {
         return { ok: false, reason: 'not_found', detail: 'No PIX received by this institution has that end_to_end_id' };
       }
       const open = await infractions.findOpenInfraction(tx, payment.end_to_end_id);
@@ -758,13 +759,13 @@ export class SimulatedRail implements Rail {
     const { db, clock, log } = this.options;
     if (!handler) return; // (callers lease only with a handler)
     const notifications = rows.map(toNotification);
-    const outcomes: BatchOutcome<void>[] = handler.batch
+    const outcomes: BatchOutcome<NotificationAnswer>[] = handler.batch
       ? await handler.batch(notifications).catch((error: unknown) => notifications.map(() => ({ ok: false as const, error })))
       : await Promise.all(
           notifications.map((n) =>
             handler(n).then(
-              (): BatchOutcome<void> => ({ ok: true, value: undefined }),
-              (error: unknown): BatchOutcome<void> => ({ ok: false, error }),
+              (answer): BatchOutcome<NotificationAnswer> => ({ ok: true, value: answer }),
+              (error: unknown): BatchOutcome<NotificationAnswer> => ({ ok: false, error }),
             ),
           ),
         );
@@ -773,6 +774,9 @@ export class SimulatedRail implements Rail {
       rows.map(async (row, i) => {
         const outcome = outcomes[i] ?? { ok: false, error: new Error('the handler did not answer this notification') };
         if (outcome.ok) {
+          // The receiving institution refused the money: the payment (or return) is rejected, the
+          // payer keeps it; the notification is done with.
+          if (outcome.value) await store.refuseIncoming(db, refusedPayment(notifications[i]!), outcome.value.refused.code, clock.now());
           delivered.push(row.id);
           return;
         }
@@ -803,6 +807,13 @@ export class SimulatedRail implements Rail {
     }
     this.options.log.warn({ notifications: notificationIds }, 'sandbox notification not delivered within 10 s');
   }
+}
+
+/** The end-to-end id of what a refused notification brought: the inbound payment, or the return. */
+function refusedPayment(n: RailNotification): string {
+  if (n.kind === 'inbound.payment') return n.endToEndId;
+  if (n.kind === 'payment.returned') return n.returnEndToEndId;
+  throw new Error(`a ${n.kind} notification cannot be refused`);
 }
 
 function outboundOrder(order: PaymentOrder): store.OutboundOrder {

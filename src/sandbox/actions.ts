@@ -9,7 +9,8 @@ import * as pix from '../pix/repository.js';
 import type { InfractionDecision } from '../rail/rail.js';
 import { SimulatedRail } from '../rail/simulator.js';
 import { transactionRecord } from '../transactions/views.js';
-import { unwrap } from './outcome.js';
+import { findRefusalByEndToEndId } from '../pix/railRefusals.js';
+import { creditedOrRefused, unwrap } from './outcome.js';
 
 /**
  * The sandbox's simulations of the other side of the PIX network, as functions: the sandbox API
@@ -43,8 +44,7 @@ export async function receiveInbound(ctx: AppContext, sim: SimulatedRail, input:
     payerIspb: input.payerIspb,
     description: input.description,
   });
-  const row = await pix.findByEndToEndId(ctx.db, endToEndId);
-  if (!row) throw new Error(`inbound payment ${endToEndId} was not credited in time`);
+  const row = await creditedOrRefused(ctx, endToEndId);
   return { transaction_id: row.transaction_id, end_to_end_id: row.end_to_end_id, amount: row.amount };
 }
 
@@ -92,5 +92,9 @@ export async function returnPayout(ctx: AppContext, sim: SimulatedRail, transact
     return { returned: false as const, end_to_end_id: result.endToEndId, detail: 'The central bank refused the return: the amount exceeds what remains of the payout', payout };
   }
   const [back] = await ctx.db.query<{ transaction_id: string; amount: number }>('SELECT transaction_id, amount FROM transactions WHERE end_to_end_id = $1', [result.endToEndId]);
+  const refused = back ? undefined : await findRefusalByEndToEndId(ctx.db, result.endToEndId);
+  if (refused) {
+    return { returned: false as const, end_to_end_id: result.endToEndId, detail: `This institution refused the return (${refused.reason_code}): ${refused.reason}`, payout };
+  }
   return { returned: true as const, transaction_id: back?.transaction_id ?? null, end_to_end_id: result.endToEndId, amount: back?.amount ?? amount ?? null, payout };
 }

@@ -5,8 +5,8 @@ import { isoZ } from '../lib/clock.js';
 import { centsToBaseUnits } from '../lib/money.js';
 import * as charges from '../pix/cashin/repository.js';
 import { brCodeKey } from '../pix/keys.js';
-import * as pix from '../pix/repository.js';
 import type { SimulatedRail } from '../rail/simulator.js';
+import { creditedOrRefused } from './outcome.js';
 
 export interface PayBrCode {
   emv: string;
@@ -33,7 +33,8 @@ export interface PayBrCode {
  *
  * Then it sends the payment through the rail, carrying the code's txid; the service credits it
  * (docs/cash-in.md, "Paying a charge"). A code with no txid, or a txid that names no open charge of
- * that account, is credited as a plain PIX to the key.
+ * that account, is credited as a plain PIX to the key. A payment the account cannot take (past its
+ * maximum balance) is refused back to the payer: 422 (`creditedOrRefused`), the charge stays open.
  */
 export async function payBrCode(ctx: AppContext, sim: SimulatedRail, input: PayBrCode) {
   let decoded;
@@ -81,8 +82,7 @@ export async function payBrCode(ctx: AppContext, sim: SimulatedRail, input: PayB
     payerIspb: input.payerIspb,
     txid: decoded.txid ?? undefined,
   });
-  const row = await pix.findByEndToEndId(ctx.db, endToEndId);
-  if (!row) throw new Error(`payment ${endToEndId} was not credited in time`);
+  const row = await creditedOrRefused(ctx, endToEndId);
   const after = ours ? await charges.findCharge(ctx.db, ours.id) : undefined;
   return {
     transaction_id: row.transaction_id,

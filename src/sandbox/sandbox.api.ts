@@ -109,7 +109,7 @@ export const sandboxApi = defineRoutes({
     bodyRequired: false,
     responses: {
       200: {
-        description: 'The central bank refused the return (amount above what remains)',
+        description: 'The return was refused: by the central bank (amount above what remains), or by this institution (the account cannot take it)',
         schema: z.object({ returned: z.literal(false), end_to_end_id: z.string(), detail: z.string(), payout: TransactionRecord }),
       },
       201: {
@@ -128,7 +128,10 @@ export const sandboxApi = defineRoutes({
     summary: 'Another bank’s customer sends a PIX to an account',
     body: inbound,
     bodyExample: { account_id: 1, amount: 5000, payer_name: 'Carlos' },
-    responses: { 201: { description: 'Credited', schema: z.object({ transaction_id: z.string(), end_to_end_id: z.string().nullable(), amount: baseUnits }) } },
+    responses: {
+      201: { description: 'Credited', schema: z.object({ transaction_id: z.string(), end_to_end_id: z.string().nullable(), amount: baseUnits }) },
+      422: { description: 'Refused back to the payer: the account cannot take the amount (`amount_too_large`, past its maximum balance); nothing credited' },
+    },
   },
   pay: {
     method: 'POST',
@@ -153,7 +156,7 @@ export const sandboxApi = defineRoutes({
       },
       404: { description: 'The BR Code’s key is not a key of this institution' },
       409: { description: 'The charge is paid or expired already' },
-      422: { description: 'Invalid BR Code or amount' },
+      422: { description: 'Invalid BR Code or amount; or refused back to the payer (`amount_too_large`): the account cannot take the amount, the charge stays open' },
     },
   },
   reportInfraction: {

@@ -31,6 +31,8 @@ export interface TransactionRow {
   payer_bank_name: string | null;
   original_id: string | null;
   request_fingerprint: string | null;
+  /** What the receiver returned of a cash-out (base units; 0 for any other record). */
+  returned_amount: number;
   metadata: Record<string, unknown>;
   created_at: Date;
   updated_at: Date;
@@ -41,7 +43,7 @@ export interface TransactionRow {
 export const TX_STATUS = { completed: 1, pending: 2, rejected: 3, failed: 4 } as const;
 
 export type NewTransaction = Pick<TransactionRow, 'transaction_id' | 'account_id' | 'kind' | 'type' | 'direction' | 'status' | 'amount'> &
-  Partial<Omit<TransactionRow, 'id' | 'created_at' | 'updated_at'>> & { created_at?: Date };
+  Partial<Omit<TransactionRow, 'id' | 'created_at' | 'updated_at' | 'returned_amount'>> & { created_at?: Date };
 
 const COLUMNS = [
   'transaction_id', 'account_id', 'kind', 'type', 'direction', 'status', 'payment_status', 'stage',

@@ -135,6 +135,23 @@ export async function updatePayment(
   );
 }
 
+/**
+ * An incoming payment or return the receiving institution refused: rejected with its reason code
+ * (a return also gives its amount back to what remains of the original payment). Idempotent: only
+ * a row still settled changes.
+ */
+export async function refuseIncoming(sql: Sql, endToEndId: string, reasonCode: string, now: Date): Promise<void> {
+  await sql.query(
+    `WITH r AS (
+       UPDATE sim_payments SET status = 'rejected', reason_code = $2, resolved_at = $3
+        WHERE end_to_end_id = $1 AND direction = 'inbound' AND status = 'settled'
+        RETURNING kind, original_end_to_end_id, amount)
+     UPDATE sim_payments o SET returned_amount = o.returned_amount - r.amount
+       FROM r WHERE r.kind = 'return' AND o.end_to_end_id = r.original_end_to_end_id`,
+    [endToEndId, reasonCode, now],
+  );
+}
+
 export async function addReturned(sql: Sql, endToEndId: string, amount: number): Promise<void> {
   await sql.query('UPDATE sim_payments SET returned_amount = returned_amount + $2 WHERE end_to_end_id = $1', [endToEndId, amount]);
 }
