@@ -29,6 +29,13 @@ export interface Op {
   /** Retries are safe only with an Idempotency-Key or an external_id (or for the sandbox's idempotent MED calls). */
   retryable: boolean;
   replay?: { status: number; transactionId?: string; text: string };
+  /** charge_pay: the charge's transaction id and amount (cents). */
+  parent?: string;
+  chargeAmountCents?: number;
+  /** tef: the destination's account id. */
+  destinationAccount?: number;
+  /** cash_out: one of a burst sent at once on one account (funds pressure). */
+  burst?: boolean;
 }
 
 export interface Inbound {
@@ -60,6 +67,17 @@ export interface WorkloadOptions {
   evpKeys: string[];
   /** The operator API honours Idempotency-Key on deposits (detected at set-up): deposits join the mix. */
   idempotentDeposits: boolean;
+  /**
+   * Merchants under funds pressure (indices). `limited`: low daily and nighttime limits (the run
+   * opens with a burst of 4 cash-outs of 80–95 % of the nighttime limit at once on each: only one
+   * fits a window); `broke`: a small balance, refilled only by small inbound PIX. Their cash-outs
+   * are R$ 30–90 and often sent in bursts of 2–4 at once, spread by the cluster over its
+   * processes, so insufficient-balance and limit refusals happen.
+   */
+  limited?: number[];
+  broke?: number[];
+  /** Nighttime limit of the limited merchants (cents): sizes the opening bursts. */
+  limitedNightCents?: number;
 }
 
 export interface Figures {
@@ -83,15 +101,28 @@ export class Workload {
   retryDeadline = Number.POSITIVE_INFINITY;
   private next = 0;
   private running: Promise<void>[] = [];
+  private readonly poor: Set<number>;
+  private readonly broke: Set<number>;
 
   constructor(
     private readonly merchants: Merchant[],
     private readonly operator: Operator,
     private readonly o: WorkloadOptions,
-  ) {}
+  ) {
+    this.poor = new Set([...(o.limited ?? []), ...(o.broke ?? [])]);
+    this.broke = new Set(o.broke ?? []);
+  }
 
   start(): void {
-    this.running = Array.from({ length: this.o.workers }, (_, w) => this.worker(prng(this.o.seed * 7919 + w + 1)));
+    const r = prng(this.o.seed * 104729 + 3);
+    // The first cash-outs of a limit window, at once from both processes: the window's usage row does not exist yet.
+    const opening = (this.o.limited ?? []).map((m) => {
+      const night = this.o.limitedNightCents ?? 100_000;
+      return Promise.all(Array.from({ length: 4 }, () => this.cashOut(r, m, true, Math.floor(night * (0.8 + r() * 0.15))))).then(() => {}, (err) => {
+        this.notes.push({ op: '-', what: 'client error', detail: String((err as Error).stack ?? err) });
+      });
+    });
+    this.running = [...opening, ...Array.from({ length: this.o.workers }, (_, w) => this.worker(prng(this.o.seed * 7919 + w + 1)))];
   }
 
   async stop(): Promise<void> {
@@ -111,7 +142,8 @@ export class Workload {
       const m = Math.floor(r() * this.merchants.length);
       const roll = r();
       try {
-        if (roll < 0.35) await this.cashOut(r, m);
+        if (this.poor.has(m) && roll < 0.3) await this.burst(r, m);
+        else if (roll < 0.35) await this.cashOut(r, m);
         else if (roll < 0.43) await this.tef(r, m);
         else if (roll < 0.55) await this.inboundPix(r, m);
         else if (roll < 0.7) await this.refund(r, m, pick);
@@ -156,7 +188,14 @@ export class Workload {
     }
   }
 
-  private async cashOut(r: () => number, m: number): Promise<void> {
+  /** 2–4 cash-outs on one account at once, each sized so that not all of them fit in its balance or limits. */
+  private async burst(r: () => number, m: number): Promise<void> {
+    const n = 2 + Math.floor(r() * 3);
+    const rs = Array.from({ length: n }, (_, i) => prng(Math.floor(r() * 2 ** 31) + i));
+    await Promise.all(rs.map((ri) => this.cashOut(ri, m, true)));
+  }
+
+  private async cashOut(r: () => number, m: number, burst = false, cents?: number): Promise<void> {
     const merchant = this.merchants[m]!;
     const sign: 'v1' | 'v2' = r() < 0.3 ? 'v2' : 'v1';
     const withKey = sign === 'v2' || r() < 0.5;
@@ -164,13 +203,15 @@ export class Workload {
     const d = r();
     const destination = d < 0.8 ? 'settle' : d < 0.9 ? 'reject' : 'queued';
     const n = this.next + 1;
-    const body: Record<string, unknown> = { amount: 100 + Math.floor(r() * 4900), pix_key: this.o.keys[destination], description: `chaos-${n}` };
+    const amount = cents ?? (this.poor.has(m) ? 3000 + Math.floor(r() * 6000) : 100 + Math.floor(r() * 4900));
+    const body: Record<string, unknown> = { amount, pix_key: this.o.keys[destination], description: `chaos-${n}` };
     if (withExternal) body.external_id = `ext-chaos-${n}`;
     const op = this.newOp('cash_out', m, {
       path: '/pix/cash-out',
       body,
       sign,
       destination,
+      ...(burst ? { burst: true } : {}),
       ...(withKey ? { idempotencyKey: `key-chaos-${n}` } : {}),
       ...(withExternal ? { externalId: `ext-chaos-${n}` } : {}),
       retryable: withKey || withExternal,
@@ -193,6 +234,7 @@ export class Workload {
       path: '/tef/transfers',
       body,
       sign,
+      destinationAccount: this.merchants[to]!.accountId,
       ...(withKey ? { idempotencyKey: `key-chaos-${n}` } : {}),
       ...(withExternal ? { externalId: `ext-chaos-${n}` } : {}),
       retryable: withKey || withExternal,
@@ -216,7 +258,7 @@ export class Workload {
   private async inboundPix(r: () => number, m: number): Promise<void> {
     const merchant = this.merchants[m]!;
     const n = this.next + 1;
-    const amountCents = 10_000 + Math.floor(r() * 190_000);
+    const amountCents = this.broke.has(m) ? 2000 + Math.floor(r() * 6000) : 10_000 + Math.floor(r() * 190_000);
     const op = this.newOp('inbound', m, { path: '/pix/inbound', body: { account_id: merchant.accountId, amount: amountCents, description: `chaos-${n}` } });
     // The sandbox plays another bank sending a PIX: a resend would be a second payment, so no retry.
     const a = await this.execute(op, () => this.operator.call('sandbox', 'POST', op.path, op.body, this.o.clientTimeoutMs));
@@ -259,7 +301,7 @@ export class Workload {
     });
     const a = await this.execute(op, () => merchant.post(op.path, op.body, { sign, idempotencyKey: op.idempotencyKey, timeoutMs: this.o.clientTimeoutMs }));
     if (!a || a.status < 200 || a.status >= 300 || r() < 0.15) return;
-    const pay = this.newOp('charge_pay', m, { path: '/pix/pay', body: { emv: a.body.emv } });
+    const pay = this.newOp('charge_pay', m, { path: '/pix/pay', body: { emv: a.body.emv }, parent: a.body.transaction_id, chargeAmountCents: Number(op.body.amount) });
     // The payer's bank pays once: a resend would be a second payment (credited as a plain PIX), so no retry.
     const paid = await this.execute(pay, () => this.operator.call('sandbox', 'POST', pay.path, pay.body, this.o.clientTimeoutMs));
     if (paid && paid.status === 201) {
