@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { audit, balanceModel, chargePayAnswers, deliveryOrder, railVsPixgate, refusedButExecuted } from '../bench/chaos/audit.js';
-import type { Op } from '../bench/chaos/workload.js';
+import { rawDriverError, type Op } from '../bench/chaos/workload.js';
 import { BACKENDS, openTestDatabase, type TestDatabase } from './helpers/db.js';
 import { validCnpj } from './helpers/fixtures.js';
 import { startTestServer, TEST_ADMIN_TOKEN } from './helpers/server.js';
@@ -137,6 +137,36 @@ describe('chaos audit, checks of issue 24, on crafted inputs', () => {
     const c2 = collect();
     await railVsPixgate((async () => [rail[2]!, { ...rail[2]!, end_to_end_id: 'E3c' }]) as never, [rows[2]!], c2.add, c2.figures);
     expect(c2.found.map((f) => f.check)).toEqual(['rail_duplicate_payment']);
+  });
+
+  it('returns of payouts: of a payout pixgate never settled, beyond its amount; a settled rail return nobody credited', async () => {
+    const rows = [
+      tx({ transaction_id: 'PIXOUT1', kind: 'cash_out', payment_status: 'failed', end_to_end_id: 'E1' }),
+      tx({ transaction_id: 'PIXOUT2', kind: 'cash_out', payment_status: 'settled', end_to_end_id: 'E2', amount: '10000' }),
+      tx({ transaction_id: 'RET1', kind: 'payout_return', amount: '500', end_to_end_id: 'D1', metadata: { original_transaction_id: 'PIXOUT1' } }),
+      tx({ transaction_id: 'RET2', kind: 'payout_return', amount: '6000', end_to_end_id: 'D2', metadata: { original_transaction_id: 'PIXOUT2' } }),
+      tx({ transaction_id: 'RET3', kind: 'payout_return', amount: '6000', end_to_end_id: 'D3', metadata: { original_transaction_id: 'PIXOUT2' } }),
+    ];
+    const sim = (e2e: string, kind: string, direction: string, status: string, amount: string, original: string | null = null, tid: string | null = null) => ({ end_to_end_id: e2e, kind, direction, transaction_id: tid, amount, returned_amount: '0', status, original_end_to_end_id: original });
+    const rail = [
+      sim('E1', 'payment', 'outbound', 'rejected', '10000', null, 'PIXOUT1'),
+      sim('E2', 'payment', 'outbound', 'settled', '10000', null, 'PIXOUT2'),
+      sim('D1', 'return', 'inbound', 'settled', '500', 'E1'),
+      sim('D2', 'return', 'inbound', 'settled', '6000', 'E2'),
+      sim('D3', 'return', 'inbound', 'settled', '6000', 'E2'),
+      sim('D4', 'return', 'inbound', 'settled', '100', 'E2'),
+    ];
+    const c = collect();
+    await railVsPixgate((async () => rail) as never, rows, c.add, c.figures);
+    expect(c.found.map((f) => f.check).sort()).toEqual(['rail_inbound_not_credited', 'return_exceeds_amount', 'return_of_unsettled', 'return_of_unsettled']);
+  });
+
+  it('answers that pass a driver error through are recognised; the API\'s own refusals are not', () => {
+    const answer = (status: number, body: unknown) => ({ status, body, text: JSON.stringify(body) });
+    expect(rawDriverError(answer(400, { code: 'ECONNREFUSED', message: 'connect ECONNREFUSED 127.0.0.1:5432' }))).toBe(true);
+    expect(rawDriverError(answer(500, { code: '57P01', message: 'terminating connection due to administrator command' }))).toBe(true);
+    expect(rawDriverError(answer(422, { worked: false, errors: { insufficient_balance: 'Insufficient balance' }, code: 'insufficient_balance' }))).toBe(false);
+    expect(rawDriverError(answer(503, { errors: { service_unavailable: 'Try again later' } }))).toBe(false);
   });
 
   it('refused but executed: a 422 whose cash-out is processing is flagged; a 422 whose TEF record failed is not', () => {

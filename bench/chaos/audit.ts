@@ -75,8 +75,8 @@ export async function audit(input: AuditInput): Promise<{ anomalies: Anomaly[]; 
   }
 
   // 3. Each acknowledged operation exists exactly once; no operation made two records.
-  const rows = await q<{ transaction_id: string; kind: string; account_id: string; amount: string; fee_amount: string; external_id: string | null; description: string; end_to_end_id: string | null; status: number; payment_status: string | null; stage: number; metadata: any }>(
-    `SELECT transaction_id, kind, account_id::text, amount::text, fee_amount::text, external_id, description, end_to_end_id, status, payment_status, stage, metadata
+  const rows = await q<{ id?: string; original_id?: string | null; transaction_id: string; kind: string; account_id: string; amount: string; fee_amount: string; external_id: string | null; description: string; end_to_end_id: string | null; status: number; payment_status: string | null; stage: number; metadata: any }>(
+    `SELECT id::text, original_id::text, transaction_id, kind, account_id::text, amount::text, fee_amount::text, external_id, description, end_to_end_id, status, payment_status, stage, metadata
        FROM transactions`,
   );
   const byTid = new Map(rows.map((r) => [r.transaction_id, r]));
@@ -145,10 +145,11 @@ export async function audit(input: AuditInput): Promise<{ anomalies: Anomaly[]; 
     const amount = BigInt(r.amount);
     const fee = BigInt(r.fee_amount);
     let want: bigint | undefined;
-    if (r.kind === 'cash_out') want = r.payment_status === 'settled' ? -(amount + fee) : r.payment_status === 'rejected' || r.payment_status === 'failed' ? 0n : undefined;
+    if (r.kind === 'cash_out') want = r.payment_status === 'settled' || r.payment_status === 'returned' ? -(amount + fee) : r.payment_status === 'rejected' || r.payment_status === 'failed' ? 0n : undefined;
     else if (r.kind === 'refund' || r.kind === 'med_refund') want = r.status === 1 ? -amount : r.status === 4 ? 0n : undefined;
     else if (r.kind === 'pix_in') want = amount - fee;
     else if (r.kind === 'deposit') want = amount;
+    else if (r.kind === 'payout_return') want = amount;
     else if (r.kind === 'charge') want = r.status === 1 ? amount - fee : 0n;
     else if (r.kind === 'tef_out') {
       // One ledger transaction moves the amount from the source to the destination: 0 in total.
@@ -335,6 +336,8 @@ export async function audit(input: AuditInput): Promise<{ anomalies: Anomaly[]; 
 type Add = (check: string, detail: string) => void;
 type Q = <T = any>(text: string, params?: unknown[]) => Promise<T[]>;
 interface TxRow {
+  id?: string;
+  original_id?: string | null;
   transaction_id: string;
   kind: string;
   account_id: string;
@@ -394,9 +397,26 @@ export async function railVsPixgate(q: Q, rows: TxRow[], add: Add, figures: Reco
     if (!settled && railSettled.length > 0) add('rail_settled_not_booked', `${r.kind} ${r.transaction_id} is ${r.payment_status ?? `status ${r.status}`} in pixgate but the rail settled ${railSettled.map((p) => p.end_to_end_id).join(', ')}: money left without a debit`);
     for (const p of railSettled) if (BigInt(p.amount) !== BigInt(r.amount)) add('rail_amount_mismatch', `${r.kind} ${r.transaction_id}: record ${r.amount}, rail ${p.end_to_end_id} ${p.amount}`);
   }
-  // Inbound: a credit in pixgate needs a payment the rail settled to this institution, and the reverse.
+  // Returns of payouts: only of a payout settled in pixgate, never more than its amount in all.
+  const returned = new Map<string, bigint>();
+  const byId = new Map(rows.map((r) => [r.id ?? '', r]));
   for (const r of rows) {
-    if (r.kind !== 'pix_in' && !(r.kind === 'charge' && r.status === 1)) continue;
+    if (r.kind !== 'payout_return') continue;
+    const originalTid = r.metadata?.original_transaction_id as string | undefined;
+    const original = (originalTid ? byTid.get(originalTid) : undefined) ?? byId.get(r.original_id ?? '');
+    if (!original || (original.payment_status !== 'settled' && original.payment_status !== 'returned')) {
+      add('return_of_unsettled', `payout_return ${r.transaction_id} credits a return of ${originalTid ?? '?'}, which is ${original ? original.payment_status : 'missing'} in pixgate`);
+      continue;
+    }
+    returned.set(original.transaction_id, (returned.get(original.transaction_id) ?? 0n) + BigInt(r.amount));
+  }
+  for (const [tid, sum] of returned) {
+    const original = byTid.get(tid)!;
+    if (sum > BigInt(original.amount)) add('return_exceeds_amount', `${tid}: returns credited ${sum}, payout ${original.amount}`);
+  }
+  // Inbound: a credit in pixgate needs a payment (or a return) the rail settled to this institution, and the reverse.
+  for (const r of rows) {
+    if (r.kind !== 'pix_in' && r.kind !== 'payout_return' && !(r.kind === 'charge' && r.status === 1)) continue;
     compared++;
     const p = r.end_to_end_id ? railByE2e.get(r.end_to_end_id) : undefined;
     if (!p || p.direction !== 'inbound' || p.status !== 'settled') add('credited_without_rail', `${r.kind} ${r.transaction_id} (${r.end_to_end_id ?? 'no end_to_end_id'}) is credited; the rail ${p ? `has it ${p.direction} ${p.status}` : 'never saw it'}`);
@@ -404,7 +424,7 @@ export async function railVsPixgate(q: Q, rows: TxRow[], add: Add, figures: Reco
   }
   for (const p of rail) {
     if (p.direction !== 'inbound') continue;
-    if (p.kind === 'payment' && p.status === 'settled' && !byE2e.has(p.end_to_end_id)) add('rail_inbound_not_credited', `the rail settled ${p.end_to_end_id} (${p.amount}) to this institution; no record credits it`);
+    if (p.status === 'settled' && !byE2e.has(p.end_to_end_id)) add('rail_inbound_not_credited', `the rail settled ${p.end_to_end_id} (${p.amount}) to this institution; no record credits it`);
     if (p.kind === 'return' && p.original_end_to_end_id) {
       const original = railByE2e.get(p.original_end_to_end_id);
       if (!original || original.status !== 'settled') add('return_of_unsettled', `return ${p.end_to_end_id} of ${p.original_end_to_end_id}, which the rail ${original ? `has ${original.status}` : 'never saw'}`);
@@ -582,6 +602,12 @@ export async function operatorAuditRows(q: Q, ops: Op[], rows: TxRow[], infracti
       if (tid) effects.push({ what: `payment of charge ${op.parent}`, key: `write|${tid}` });
     }
   }
+  for (const r of rows) {
+    if (r.kind !== 'payout_return') continue;
+    const original = r.metadata?.original_transaction_id as string | undefined;
+    // The answer may name the return (when credited at once) or only the payout (the path's transaction_id).
+    effects.push({ what: `payout_return ${r.transaction_id} of ${original ?? '?'}`, key: named.has(`write|${r.transaction_id}`) ? `write|${r.transaction_id}` : `write|${original}` });
+  }
   for (const i of infractions) {
     effects.push({ what: `infraction ${i.id} opened`, key: `write|${i.id}` });
     if (i.decision) effects.push({ what: `infraction ${i.id} resolved ${i.decision}`, key: `resolve|${i.id}` });
@@ -592,7 +618,7 @@ export async function operatorAuditRows(q: Q, ops: Op[], rows: TxRow[], infracti
     missing++;
     add('audit_row_missing', `${e.what} took effect with no 2xx row in admin_audit_log`);
   }
-  const acked = ops.filter((o) => o.acked && ['deposit', 'inbound', 'charge_pay', 'med_open', 'med_resolve'].includes(o.kind)).length;
+  const acked = ops.filter((o) => o.acked && ['deposit', 'inbound', 'charge_pay', 'med_open', 'med_resolve', 'payout_return'].includes(o.kind)).length;
   figures.operator_writes_acknowledged = acked;
   figures.operator_effects_without_audit_row = missing;
   if (audit.length < acked) add('audit_row_missing', `${acked} operator writes acknowledged, ${audit.length} 2xx rows in admin_audit_log`);
@@ -681,6 +707,13 @@ export async function balanceModel(q: Q, ops: Op[], receipts: Receipt[], account
           if (learned) uncertain++;
           move(a.accountId, -full, false);
         }
+        break;
+      }
+      case 'payout_return': {
+        // 201 {returned: true, amount}: credited; 200 {returned: false}: the rail refused it, nothing moves.
+        if (op.acked) {
+          if (op.acked.body?.returned === true) move(a.accountId, BigInt(op.acked.body.amount ?? base), true);
+        } else move(a.accountId, base, false);
         break;
       }
       case 'med_open':

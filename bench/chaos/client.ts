@@ -9,6 +9,8 @@ export interface Answer {
   body: any;
   text: string;
   error?: string;
+  /** The Retry-After header, when answered with one. */
+  retryAfter?: string;
 }
 
 async function send(url: string, init: RequestInit, timeoutMs: number): Promise<Answer> {
@@ -21,7 +23,8 @@ async function send(url: string, init: RequestInit, timeoutMs: number): Promise<
     } catch {
       body = text;
     }
-    return { status: res.status, body, text };
+    const retryAfter = res.headers.get('retry-after');
+    return { status: res.status, body, text, ...(retryAfter !== null ? { retryAfter } : {}) };
   } catch (err) {
     return { status: 0, body: null, text: '', error: (err as Error).name === 'TimeoutError' ? 'client timeout' : String((err as Error).cause ?? (err as Error).message) };
   }

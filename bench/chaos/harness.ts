@@ -142,36 +142,50 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
     for (const [what, key] of Object.entries(keys)) {
       await operator.must('sandbox', 'POST', '/dict/keys', { key, type: 'email', name: `Recebedor ${what}`, document: validCpf(), ispb: '60746948', ...(what === 'reject' ? { behavior: 'reject' } : {}), ...(what === 'queued' ? { fraud_flagged: true } : {}) });
     }
-    const catalog = await (async () => {
-      const merchants: Merchant[] = [];
-      const accounts: AccountView[] = [];
-      const webhookIds: string[] = [];
-      const evpKeys: string[] = [];
-      let subscribed: string[] = [];
-      for (let i = 0; i < o.merchants; i++) {
-        const m = await operator.must('admin', 'POST', '/merchants', { name: `Chaos ${i}`, document: validCnpj() });
-        // The last `poorMerchants` merchants are under funds pressure, alternately limited (low limits) and broke (small balance).
-        const pressure = pressureOf(i, o);
-        const opening = pressure === 'broke' ? POOR.deposit : 1_000_000_000;
-        await operator.must('admin', 'POST', `/accounts/${m.account_id}/deposits`, { amount: opening });
-        const fees = { cash_out_fee_cents: i % 2 ? 7 : 0, cash_in_fee_cents: i % 2 ? 0 : 5 };
-        const limited = pressure === 'limited';
-        await operator.must('admin', 'PATCH', `/accounts/${m.account_id}`, { ...fees, cash_out_daily_limit_cents: limited ? POOR.daily : 10_000_000_000, cash_out_nighttime_limit_cents: limited ? POOR.night : 10_000_000_000 });
-        accounts.push({ accountId: m.account_id, merchant: i, opening: opening * 100, cashOutFee: fees.cash_out_fee_cents * 100, cashInFee: fees.cash_in_fee_cents * 100, webhookKey: String(m.merchant_id) });
-        evpKeys.push((await operator.must('admin', 'POST', '/pix-keys', { account_id: m.account_id, type: 'evp' })).key);
-        const k = await operator.must('admin', 'POST', '/api-keys', { merchant_id: m.merchant_id, account_id: m.account_id, permissions: ['pix:write', 'pix:read', 'transfer:write', 'transfer:read', 'payment:write', 'payment:read', 'account:write', 'account:read', 'statement:read'], ip_whitelist: ['127.0.0.1', '::1'] });
-        const merchant = new Merchant(server!.url, m.merchant_id, m.account_id, k.client_id, k.client_secret);
-        const events = ((await merchant.get('/webhooks/events', 10_000)).body as { event: string; firing: string }[]).filter((e) => e.firing === 'active').map((e) => e.event);
-        subscribed = events;
-        const secret = `whsec_chaos_${randomBytes(16).toString('hex')}`;
-        receiver.secrets.set(String(m.merchant_id), secret);
-        const w = await merchant.post('/webhooks', { url: receiver.url(String(m.merchant_id)), events, secret, allow_insecure: true }, { sign: 'v1', timeoutMs: 10_000 });
-        if (w.status !== 201) throw new Error(`webhook registration: ${w.status} ${w.text}`);
-        webhookIds.push(w.body.id);
-        merchants.push(merchant);
+    const catalog = { merchants: [] as Merchant[], accounts: [] as AccountView[], webhookIds: [] as string[], evpKeys: [] as string[], subscribed: [] as string[] };
+    /**
+     * One merchant with its account, deposit, fees and limits, EVP key, API key and webhook. Each
+     * call is retried until answered (the deposit under an Idempotency-Key), so that a merchant added
+     * while faults are injected is complete or absent from the workload.
+     */
+    const addMerchant = async (i: number, pressure: 'limited' | 'broke' | undefined): Promise<void> => {
+      const must = async (prefix: 'admin' | 'sandbox', method: string, path: string, body: unknown, headers: Record<string, string> = {}) => {
+        for (let tries = 0; ; tries++) {
+          const a = await operator.call(prefix, method, path, body, 10_000, headers);
+          if (a.status >= 200 && a.status < 300) return a.body;
+          if (tries > 60 || (a.status !== 0 && a.status < 500 && a.status !== 429)) throw new Error(`${method} /api/${prefix}${path}: ${a.status} ${a.text || a.error}`);
+          await sleep(500);
+        }
+      };
+      const m = await must('admin', 'POST', '/merchants', { name: `Chaos ${i}`, document: validCnpj() });
+      const opening = pressure === 'broke' ? POOR.deposit : 1_000_000_000;
+      await must('admin', 'POST', `/accounts/${m.account_id}/deposits`, { amount: opening }, { 'idempotency-key': `chaos-opening-${m.account_id}` });
+      const fees = { cash_out_fee_cents: i % 2 ? 7 : 0, cash_in_fee_cents: i % 2 ? 0 : 5 };
+      const limited = pressure === 'limited';
+      await must('admin', 'PATCH', `/accounts/${m.account_id}`, { ...fees, cash_out_daily_limit_cents: limited ? POOR.daily : 10_000_000_000, cash_out_nighttime_limit_cents: limited ? POOR.night : 10_000_000_000 });
+      const evpKey = (await must('admin', 'POST', '/pix-keys', { account_id: m.account_id, type: 'evp' })).key as string;
+      const k = await must('admin', 'POST', '/api-keys', { merchant_id: m.merchant_id, account_id: m.account_id, permissions: ['pix:write', 'pix:read', 'transfer:write', 'transfer:read', 'payment:write', 'payment:read', 'account:write', 'account:read', 'statement:read'], ip_whitelist: ['127.0.0.1', '::1'] });
+      const merchant = new Merchant(server!.url, m.merchant_id, m.account_id, k.client_id, k.client_secret);
+      let events: string[] = [];
+      for (let tries = 0; events.length === 0; tries++) {
+        const a = await merchant.get('/webhooks/events', 10_000);
+        if (a.status === 200) events = (a.body as { event: string; firing: string }[]).filter((e) => e.firing === 'active').map((e) => e.event);
+        else if (tries > 60) throw new Error(`GET /webhooks/events: ${a.status} ${a.text || a.error}`);
+        else await sleep(500);
       }
-      return { merchants, accounts, webhookIds, evpKeys, subscribed };
-    })();
+      catalog.subscribed = events;
+      const secret = `whsec_chaos_${randomBytes(16).toString('hex')}`;
+      receiver.secrets.set(String(m.merchant_id), secret);
+      // One registration: a retry after no answer could register a second webhook (two deliveries per event).
+      const w = await merchant.post('/webhooks', { url: receiver.url(String(m.merchant_id)), events, secret, allow_insecure: true }, { sign: 'v1', timeoutMs: 10_000 });
+      if (w.status !== 201) throw new Error(`webhook registration: ${w.status} ${w.text}`);
+      catalog.accounts.push({ accountId: m.account_id, merchant: catalog.merchants.length, opening: opening * 100, cashOutFee: fees.cash_out_fee_cents * 100, cashInFee: fees.cash_in_fee_cents * 100, webhookKey: String(m.merchant_id) });
+      catalog.webhookIds.push(w.body.id);
+      catalog.evpKeys.push(evpKey);
+      catalog.merchants.push(merchant);
+    };
+    // The last `poorMerchants` merchants are under funds pressure, alternately limited (low limits) and broke (small balance).
+    for (let i = 0; i < o.merchants; i++) await addMerchant(i, pressureOf(i, o));
     // Deposits join the mix only where a retried deposit is safe: the same Idempotency-Key twice must name one deposit.
     const probe = () => operator.call('admin', 'POST', `/accounts/${catalog.merchants[0]!.accountId}/deposits`, { amount: 1, description: 'chaos-probe' }, 10_000, { 'idempotency-key': 'chaos-deposit-probe' });
     const [p1, p2] = [await probe(), await probe()];
@@ -189,6 +203,8 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
 
     // Faults, one at a time, at seeded random moments, until every minimum is met and the time is up.
     const faultStart = Date.now();
+    let nextFresh = faultStart + FRESH_LIMITED_EVERY_MS / 2;
+    let freshLimited = 0;
     const want = {
       kills: o.kills,
       worker_kills: o.webConcurrency > 1 ? o.workerKills : 0,
@@ -215,7 +231,8 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
       const roll = random();
       // Kills are the most frequent fault; the others come in when they are behind their minimum or by chance.
       let kind = (Object.entries(FAULT_WEIGHTS).find(([, upTo]) => roll < upTo) ?? ['kills'])[0];
-      if ((kind === 'stalls' && !stallSupported) || (kind === 'worker_kills' && o.webConcurrency < 2)) kind = 'kills';
+      // A minimum of 0 turns a fault off (and stalls without the switch, worker kills without a cluster).
+      if (want[kind as keyof typeof want] === 0) kind = 'kills';
       if (behind.length > 0 && !behind.includes(kind) && random() < 0.5) kind = behind[Math.floor(random() * behind.length)]!;
       if (kind === 'kills') {
         faultTimes.push(Date.now());
@@ -293,6 +310,21 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
         log('server found dead after a fault: restarting');
         await server.start();
       }
+      // Now and then a new limited merchant joins, opening with a burst: the first cash-outs of a
+      // limit window from both processes, while its usage row does not exist yet.
+      if (Date.now() >= nextFresh && faults.kills + faults.worker_kills > 0) {
+        nextFresh = Date.now() + FRESH_LIMITED_EVERY_MS;
+        const i = catalog.merchants.length;
+        try {
+          await addMerchant(i, 'limited');
+          workload.addLimited(i);
+          freshLimited++;
+          log(`limited merchant #${i} joined (account ${catalog.merchants[i]!.accountId}): opening burst`);
+        } catch (err) {
+          // Half made: whatever it did is audited like the rest, but the workload never uses it.
+          log(`adding a limited merchant failed: ${(err as Error).message}`);
+        }
+      }
     }
     log(`faults over: ${JSON.stringify(faults)}; draining`);
 
@@ -341,7 +373,7 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
     const result = await audit({ query: async (text, params) => (await db.query(text, params)).rows, ops: workload.ops, receipts: receiver.receipts, faultTimes, webhookIds: catalog.webhookIds, subscribed: catalog.subscribed, accounts: catalog.accounts });
     await db.end();
     anomalies.push(...result.anomalies);
-    for (const n of workload.notes) anomalies.push({ check: n.what === 'client error' ? 'harness' : 'answer', detail: `${n.op}: ${n.what}: ${n.detail}` });
+    for (const n of workload.notes) anomalies.push({ check: n.check ?? (n.what === 'client error' ? 'harness' : 'answer'), detail: `${n.op}: ${n.what}: ${n.detail}` });
     for (const e of server.unexpectedExits) anomalies.push({ check: 'server_exit', detail: `pixgate exited on its own (code ${e.code}, signal ${e.signal}) at +${((e.at - t0) / 1000).toFixed(1)}s; see ${server.logFile}` });
     for (const w of workerDeaths(server.logFile)) anomalies.push({ check: 'server_exit', detail: `a cluster worker (pid ${w.pid}) died by itself (code ${w.code}, signal ${w.signal}); see ${server.logFile}` });
     for (const op of workload.ops) {
@@ -383,6 +415,7 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
       ...workload.figures,
       replays: workload.ops.filter((x) => x.replay).length,
       burst_cash_outs: workload.ops.filter((x) => x.burst).length,
+      limited_merchants_added: freshLimited,
       refused: workload.ops.filter((x) => x.refused).length,
       ...result.figures,
       anomalies: anomalies.length,
@@ -425,6 +458,9 @@ function pressureOf(i: number, o: ChaosOptions): 'limited' | 'broke' | undefined
   const k = i - (o.merchants - o.poorMerchants);
   return k < 0 ? undefined : k % 2 === 0 ? 'limited' : 'broke';
 }
+
+/** How often a new limited merchant joins during the faults. */
+const FRESH_LIMITED_EVERY_MS = 20_000;
 
 /** Cumulative probabilities of the fault kinds drawn at each step (kills most often). */
 const FAULT_WEIGHTS: Record<string, number> = {

@@ -8,7 +8,7 @@
 import type { Answer, Merchant, Operator } from './client.js';
 import { sleep } from './infra.js';
 
-export type OpKind = 'cash_out' | 'tef' | 'deposit' | 'refund' | 'charge' | 'charge_pay' | 'inbound' | 'med_open' | 'med_resolve';
+export type OpKind = 'cash_out' | 'tef' | 'deposit' | 'refund' | 'charge' | 'charge_pay' | 'inbound' | 'med_open' | 'med_resolve' | 'payout_return';
 
 export interface Op {
   id: string;
@@ -94,7 +94,10 @@ function transient(a: Answer): boolean {
 export class Workload {
   readonly ops: Op[] = [];
   readonly inbound: Inbound[] = [];
-  readonly notes: { op: string; what: string; detail: string }[] = [];
+  /** What the clients saw that is wrong in itself; `check` names the anomaly (default: `answer`, or `harness` for a client error). */
+  readonly notes: { op: string; what: string; detail: string; check?: string }[] = [];
+  /** Cash-outs acknowledged to a settling key: what the receiver's bank may return (sandbox). */
+  private readonly payouts: { merchant: number; transactionId: string; amountCents: number }[] = [];
   readonly figures: Figures = { client_retries: 0, server_errors_5xx: 0, no_answer: 0 };
   producing = true;
   /** After this, an operation stops retrying and is left unresolved. */
@@ -114,15 +117,29 @@ export class Workload {
   }
 
   start(): void {
-    const r = prng(this.o.seed * 104729 + 3);
-    // The first cash-outs of a limit window, at once from both processes: the window's usage row does not exist yet.
-    const opening = (this.o.limited ?? []).map((m) => {
-      const night = this.o.limitedNightCents ?? 100_000;
-      return Promise.all(Array.from({ length: 4 }, () => this.cashOut(r, m, true, Math.floor(night * (0.8 + r() * 0.15))))).then(() => {}, (err) => {
-        this.notes.push({ op: '-', what: 'client error', detail: String((err as Error).stack ?? err) });
-      });
-    });
+    const opening = (this.o.limited ?? []).map((m) => this.openingBurst(m));
     this.running = [...opening, ...Array.from({ length: this.o.workers }, (_, w) => this.worker(prng(this.o.seed * 7919 + w + 1)))];
+  }
+
+  /** A limited merchant added during the run (its index in the shared merchant list): it joins the mix after its opening burst. */
+  addLimited(m: number): void {
+    this.poor.add(m);
+    this.running.push(this.openingBurst(m));
+  }
+
+  /**
+   * The first cash-outs of a limit window, 4 at once (spread over the cluster's processes) while
+   * the window's usage row does not exist yet, each 80–95 % of the nighttime limit: one fits.
+   */
+  private openingBurst(m: number): Promise<void> {
+    const r = prng(this.o.seed * 104729 + m);
+    const night = this.o.limitedNightCents ?? 100_000;
+    return Promise.all(Array.from({ length: 4 }, () => this.cashOut(r, m, true, Math.floor(night * (0.8 + r() * 0.15))))).then(
+      () => {},
+      (err) => {
+        this.notes.push({ op: '-', what: 'client error', detail: String((err as Error).stack ?? err) });
+      },
+    );
   }
 
   async stop(): Promise<void> {
@@ -149,6 +166,7 @@ export class Workload {
         else if (roll < 0.7) await this.refund(r, m, pick);
         else if (roll < 0.82) await this.charge(r, m);
         else if (roll < 0.85) await (this.o.idempotentDeposits ? this.deposit(r, m) : this.charge(r, m));
+        else if (roll < 0.88) await this.payoutReturn(r, m, pick);
         else await this.med(r, m, pick);
       } catch (err) {
         this.notes.push({ op: '-', what: 'client error', detail: String((err as Error).stack ?? err) });
@@ -165,6 +183,10 @@ export class Workload {
       const a = await send();
       op.answers.push({ at: Date.now(), status: a.status, code: a.body?.code, error: a.error });
       if (a.status === 0) this.figures.no_answer!++;
+      const rawError = rawDriverError(a);
+      if (rawError) this.notes.push({ op: op.id, check: 'raw_error_answer', what: `answered ${a.status} with a driver error`, detail: a.text.slice(0, 300) });
+      else if (a.status === 500) this.notes.push({ op: op.id, check: 'answer_500', what: 'answered 500 (an unavailability must be a 503 with Retry-After)', detail: a.text.slice(0, 300) });
+      if (a.status === 503 && a.retryAfter === undefined) this.notes.push({ op: op.id, check: 'answer_503_without_retry_after', what: 'answered 503 without Retry-After', detail: a.text.slice(0, 300) });
       if (a.status >= 500) {
         this.figures.server_errors_5xx!++;
         if (a.body && typeof a.body === 'object' && a.body.worked === true) {
@@ -216,7 +238,20 @@ export class Workload {
       ...(withExternal ? { externalId: `ext-chaos-${n}` } : {}),
       retryable: withKey || withExternal,
     });
-    await this.execute(op, () => merchant.post(op.path, op.body, { sign, idempotencyKey: op.idempotencyKey, timeoutMs: this.o.clientTimeoutMs }));
+    const a = await this.execute(op, () => merchant.post(op.path, op.body, { sign, idempotencyKey: op.idempotencyKey, timeoutMs: this.o.clientTimeoutMs }));
+    if (a && a.status >= 200 && a.status < 300 && destination === 'settle' && typeof a.body?.transaction_id === 'string') this.payouts.push({ merchant: m, transactionId: a.body.transaction_id, amountCents: amount });
+  }
+
+  /**
+   * The receiver's bank returns part of a settled payout (sandbox; the rail notifies pixgate, which
+   * credits it). Never resent: a second return is a second return.
+   */
+  private async payoutReturn(r: () => number, m: number, pick: <T>(xs: readonly T[]) => T): Promise<void> {
+    const mine = this.payouts.filter((p) => p.merchant === m);
+    if (mine.length === 0) return this.cashOut(r, m);
+    const payout = pick(mine);
+    const op = this.newOp('payout_return', m, { path: `/payouts/${payout.transactionId}/return`, body: { amount: 1 + Math.floor(r() * Math.max(1, payout.amountCents / 3)) }, parent: payout.transactionId });
+    await this.execute(op, () => this.operator.call('sandbox', 'POST', op.path, op.body, this.o.clientTimeoutMs));
   }
 
   /** A TEF to another merchant's EVP key: synchronous, final in its answer. */
@@ -368,4 +403,15 @@ export class Workload {
       }),
     );
   }
+}
+
+/**
+ * An answer that passes a database or network error through (issue 24, 15): a driver code
+ * (ECONNREFUSED, a SQLSTATE such as 57P01) or an internal address in place of the API's own shape.
+ */
+export function rawDriverError(a: Answer): boolean {
+  if (a.status < 400) return false;
+  const code = a.body && typeof a.body === 'object' ? (a.body as { code?: unknown }).code : undefined;
+  if (typeof code === 'string' && (/^E[A-Z]{3,}$/.test(code) || /^[0-9A-Z]{2}[0-9A-Z]{3}$/.test(code))) return true;
+  return /ECONN[A-Z]+|EPIPE|ETIMEDOUT|\b127\.0\.0\.1:\d+|terminating connection|Connection terminated/i.test(a.text);
 }
