@@ -24,7 +24,7 @@ describe.skipIf(why !== undefined)('fault injection, short run of npm run chaos'
     const lines: string[] = [];
     const report = await runChaos({
       seed,
-      durationMs: 20_000,
+      durationMs: 15_000,
       kills: 2,
       workerKills: 1,
       pgRestarts: 0,

@@ -15,7 +15,7 @@ import { audit, type AccountView, type Anomaly } from './audit.js';
 import { Merchant, Operator, clientClock } from './client.js';
 import { PixgateServer, PostgresCluster, RedisServer, freePort, sleep } from './infra.js';
 import { WebhookReceiver } from './receiver.js';
-import { Workload, prng } from './workload.js';
+import { Workload, prng, type Op } from './workload.js';
 
 export interface ChaosOptions {
   seed: number;
@@ -203,6 +203,7 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
 
     // Faults, one at a time, at seeded random moments, until every minimum is met and the time is up.
     const faultStart = Date.now();
+    const faultWindows: { kind: string; from: number; to: number }[] = [];
     let nextFresh = faultStart + FRESH_LIMITED_EVERY_MS / 2;
     let freshLimited = 0;
     const want = {
@@ -233,7 +234,10 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
       let kind = (Object.entries(FAULT_WEIGHTS).find(([, upTo]) => roll < upTo) ?? ['kills'])[0];
       // A minimum of 0 turns a fault off (and stalls without the switch, worker kills without a cluster).
       if (want[kind as keyof typeof want] === 0) kind = 'kills';
-      if (behind.length > 0 && !behind.includes(kind) && random() < 0.5) kind = behind[Math.floor(random() * behind.length)]!;
+      // Once the time is up, only faults still behind their minimum are drawn, so a short run ends soon.
+      const overtime = Date.now() - faultStart >= o.durationMs;
+      if (behind.length > 0 && !behind.includes(kind) && (overtime || random() < 0.5)) kind = behind[Math.floor(random() * behind.length)]!;
+      const faultFrom = Date.now();
       if (kind === 'kills') {
         faultTimes.push(Date.now());
         await server.kill('SIGKILL');
@@ -310,6 +314,7 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
         log('server found dead after a fault: restarting');
         await server.start();
       }
+      faultWindows.push({ kind, from: faultFrom, to: Date.now() });
       // Now and then a new limited merchant joins, opening with a burst: the first cash-outs of a
       // limit window from both processes, while its usage row does not exist yet.
       if (Date.now() >= nextFresh && faults.kills + faults.worker_kills > 0) {
@@ -404,6 +409,7 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
       const k = `${op.kind} ${op.refused.status}${code ? ` ${code}` : ''}`;
       refusals[k] = (refusals[k] ?? 0) + 1;
     }
+    const timing = answerTimes(workload.ops, faultWindows, o.clientTimeoutMs);
     const byCheck: Record<string, number> = {};
     for (const a of anomalies) byCheck[a.check] = (byCheck[a.check] ?? 0) + 1;
     const figures: Record<string, number> = {
@@ -416,6 +422,7 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
       replays: workload.ops.filter((x) => x.replay).length,
       burst_cash_outs: workload.ops.filter((x) => x.burst).length,
       limited_merchants_added: freshLimited,
+      ...timing,
       refused: workload.ops.filter((x) => x.refused).length,
       ...result.figures,
       anomalies: anomalies.length,
@@ -457,6 +464,29 @@ export const POOR = { deposit: 12_000, daily: 150_000, night: 100_000 };
 function pressureOf(i: number, o: ChaosOptions): 'limited' | 'broke' | undefined {
   const k = i - (o.merchants - o.poorMerchants);
   return k < 0 ? undefined : k % 2 === 0 ? 'limited' : 'broke';
+}
+
+/**
+ * Figures of time (not anomalies: the machine's load moves them): answers' p50 and p99 in ms, and
+ * the requests that got no answer within the client's deadline, by what was going on when they
+ * were sent — a fault that stops the server or PostgreSQL or stalls the rail (plus 2 s), a hung
+ * Redis (which must fail fast like a stopped one, issue 24, 17), or nothing.
+ */
+function answerTimes(ops: Op[], windows: { kind: string; from: number; to: number }[], timeoutMs: number): Record<string, number> {
+  const ms = ops.flatMap((op) => op.answers.filter((a) => a.status !== 0 && a.ms !== undefined).map((a) => a.ms!)).sort((a, b) => a - b);
+  const at = (q: number) => (ms.length ? ms[Math.min(ms.length - 1, Math.floor(q * ms.length))]! : 0);
+  const out = { answer_ms_p50: at(0.5), answer_ms_p99: at(0.99), timeouts_during_faults: 0, timeouts_during_redis_hangs: 0, timeouts_outside_faults: 0 };
+  for (const op of ops) {
+    for (const a of op.answers) {
+      if (a.error !== 'client timeout') continue;
+      const sent = a.at - (a.ms ?? timeoutMs);
+      const during = windows.filter((w) => sent <= w.to + 2000 && a.at >= w.from);
+      if (during.some((w) => w.kind !== 'redis_hangs' && w.kind !== 'clock_steps')) out.timeouts_during_faults++;
+      else if (during.some((w) => w.kind === 'redis_hangs')) out.timeouts_during_redis_hangs++;
+      else out.timeouts_outside_faults++;
+    }
+  }
+  return out;
 }
 
 /** How often a new limited merchant joins during the faults. */

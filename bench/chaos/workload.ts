@@ -23,7 +23,8 @@ export interface Op {
   /** cash-out destination behaviour. */
   destination?: 'settle' | 'reject' | 'queued';
   sends: number;
-  answers: { at: number; status: number; code?: string; error?: string }[];
+  /** `at`: when the answer (or the client's deadline) came; `ms`: how long the request took. */
+  answers: { at: number; status: number; code?: string; error?: string; ms?: number }[];
   acked?: { at: number; status: number; body: any };
   refused?: { status: number; text: string };
   /** Retries are safe only with an Idempotency-Key or an external_id (or for the sandbox's idempotent MED calls). */
@@ -180,8 +181,9 @@ export class Workload {
     for (;;) {
       op.sends++;
       if (op.sends > 1) this.figures.client_retries!++;
+      const started = Date.now();
       const a = await send();
-      op.answers.push({ at: Date.now(), status: a.status, code: a.body?.code, error: a.error });
+      op.answers.push({ at: Date.now(), status: a.status, code: a.body?.code, error: a.error, ms: Date.now() - started });
       if (a.status === 0) this.figures.no_answer!++;
       const rawError = rawDriverError(a);
       if (rawError) this.notes.push({ op: op.id, check: 'raw_error_answer', what: `answered ${a.status} with a driver error`, detail: a.text.slice(0, 300) });
