@@ -1,6 +1,11 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { audit, balanceModel, chargePayAnswers, deliveryOrder, railVsPixgate, refusedButExecuted } from '../bench/chaos/audit.js';
-import { rawDriverError, type Op } from '../bench/chaos/workload.js';
+import { Operator } from '../bench/chaos/client.js';
+import { workerDeaths } from '../bench/chaos/harness.js';
+import { rawDriverError, Workload, type Op } from '../bench/chaos/workload.js';
 import { BACKENDS, openTestDatabase, type TestDatabase } from './helpers/db.js';
 import { validCnpj } from './helpers/fixtures.js';
 import { startTestServer, TEST_ADMIN_TOKEN } from './helpers/server.js';
@@ -75,8 +80,13 @@ describe.each(BACKENDS)('chaos audit, checks of issue 24, on %s', (backend) => {
     const accountId = m.body.account_id as number;
     expect((await server.admin('POST', `/accounts/${accountId}/deposits`, { amount: 100_000 })).status).toBe(201);
     expect((await server.admin('PATCH', `/accounts/${accountId}`, { cash_in_fee_cents: 5, cash_out_daily_limit_cents: 1000, cash_out_nighttime_limit_cents: 500 })).status).toBe(200);
-    const paid = await server.admin('POST', '/../sandbox/pix/inbound', { account_id: accountId, amount: 5000, description: 'chaos-2' });
-    expect(paid.status).toBe(201);
+    const res = await fetch(`${server.url}/api/sandbox/pix/inbound`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ account_id: accountId, amount: 5000, description: 'chaos-2' }),
+    });
+    expect(res.status).toBe(201);
+    const paid = { body: (await res.json()) as { transaction_id: string; end_to_end_id: string } };
     await server.close();
 
     const acked = op({ id: 'chaos-2', kind: 'inbound', accountId, body: { amount: 5000 }, acked: { at: 0, status: 201, body: paid.body } });
@@ -159,6 +169,30 @@ describe('chaos audit, checks of issue 24, on crafted inputs', () => {
     const c = collect();
     await railVsPixgate((async () => rail) as never, rows, c.add, c.figures);
     expect(c.found.map((f) => f.check).sort()).toEqual(['rail_inbound_not_credited', 'return_exceeds_amount', 'return_of_unsettled', 'return_of_unsettled']);
+  });
+
+  it('rail vs pixgate: a settled payout whose rail payment has another amount', async () => {
+    const c = collect();
+    const rail = [{ end_to_end_id: 'E1', kind: 'payment', direction: 'outbound', transaction_id: 'PIXOUT1', amount: '9999', returned_amount: '0', status: 'settled', original_end_to_end_id: null }];
+    await railVsPixgate((async () => rail) as never, [tx({ transaction_id: 'PIXOUT1', kind: 'cash_out', payment_status: 'settled', end_to_end_id: 'E1' })], c.add, c.figures);
+    expect(c.found.map((f) => f.check)).toEqual(['rail_amount_mismatch']);
+  });
+
+  it('answers: a 500 and a 503 without Retry-After are noted, a 503 with it is not', async () => {
+    const workload = new Workload([], new Operator('http://127.0.0.1:9', 't'), { seed: 1, workers: 0, clientTimeoutMs: 1000, keys: { settle: '', reject: '', queued: '' }, evpKeys: [], idempotentDeposits: false });
+    const answer = (status: number, retryAfter?: string) => async () => ({ status, body: { errors: { x: 'y' } }, text: '{"errors":{"x":"y"}}', ...(retryAfter ? { retryAfter } : {}) });
+    await workload.execute(op({ id: 'chaos-1', kind: 'inbound' }), answer(500));
+    await workload.execute(op({ id: 'chaos-2', kind: 'inbound' }), answer(503));
+    await workload.execute(op({ id: 'chaos-3', kind: 'inbound' }), answer(503, '1'));
+    expect(workload.notes.map((n) => `${n.op} ${n.check}`)).toEqual(['chaos-1 answer_500', 'chaos-2 answer_503_without_retry_after']);
+  });
+
+  it('a cluster worker that died by itself is found in the primary\'s log; the suite\'s SIGKILLs are not', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'chaos-audit-'));
+    const file = join(dir, 'pixgate.log');
+    writeFileSync(file, [JSON.stringify({ msg: 'worker died; starting another', pid: 11, code: null, signal: 'SIGKILL' }), JSON.stringify({ msg: 'worker died; starting another', pid: 12, code: 1, signal: null }), 'not json'].join('\n'));
+    expect(workerDeaths(file)).toEqual([{ pid: 12, code: 1, signal: null }]);
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it('answers that pass a driver error through are recognised; the API\'s own refusals are not', () => {

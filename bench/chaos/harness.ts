@@ -507,7 +507,7 @@ const FAULT_WEIGHTS: Record<string, number> = {
 export const WALL_CLOCK = join(packageRoot, 'bench', 'chaos', 'wallClock.mjs');
 
 /** Cluster workers that died by themselves: the primary logs every death; ours are SIGKILLs. */
-function workerDeaths(logFile: string): { pid: number; code: number | null; signal: string | null }[] {
+export function workerDeaths(logFile: string): { pid: number; code: number | null; signal: string | null }[] {
   let text = '';
   try {
     text = readFileSync(logFile, 'utf8');
