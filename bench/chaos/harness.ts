@@ -473,9 +473,21 @@ function pressureOf(i: number, o: ChaosOptions): 'limited' | 'broke' | undefined
  * Redis (which must fail fast like a stopped one, issue 24, 17), or nothing.
  */
 function answerTimes(ops: Op[], windows: { kind: string; from: number; to: number }[], timeoutMs: number): Record<string, number> {
-  const ms = ops.flatMap((op) => op.answers.filter((a) => a.status !== 0 && a.ms !== undefined).map((a) => a.ms!)).sort((a, b) => a - b);
-  const at = (q: number) => (ms.length ? ms[Math.min(ms.length - 1, Math.floor(q * ms.length))]! : 0);
-  const out = { answer_ms_p50: at(0.5), answer_ms_p99: at(0.99), timeouts_during_faults: 0, timeouts_during_redis_hangs: 0, timeouts_outside_faults: 0 };
+  const answered = ops.flatMap((op) => op.answers.filter((a) => a.status !== 0 && a.ms !== undefined));
+  const hung = (a: { at: number; ms?: number }) => windows.some((w) => w.kind === 'redis_hangs' && a.at - (a.ms ?? 0) <= w.to && a.at >= w.from);
+  const quantile = (xs: number[], q: number) => (xs.length ? xs[Math.min(xs.length - 1, Math.floor(q * xs.length))]! : 0);
+  const all = answered.map((a) => a.ms!).sort((a, b) => a - b);
+  const duringHangs = answered.filter(hung).map((a) => a.ms!).sort((a, b) => a - b);
+  const out = {
+    answer_ms_p50: quantile(all, 0.5),
+    answer_ms_p99: quantile(all, 0.99),
+    answers_during_redis_hangs: duringHangs.length,
+    answer_ms_p50_during_redis_hangs: quantile(duringHangs, 0.5),
+    answer_ms_max_during_redis_hangs: duringHangs.at(-1) ?? 0,
+    timeouts_during_faults: 0,
+    timeouts_during_redis_hangs: 0,
+    timeouts_outside_faults: 0,
+  };
   for (const op of ops) {
     for (const a of op.answers) {
       if (a.error !== 'client timeout') continue;
