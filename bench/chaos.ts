@@ -9,7 +9,13 @@
  *   --kills N         minimum SIGKILL/restart cycles (CHAOS_KILLS; default 20)
  *   --pg-restarts N   minimum PostgreSQL restarts (default 3)   --redis-stops N (default 3)
  *   --stalls N        minimum rail stalls when the switch exists (default 3)
+ *   --pg-kills N      minimum SIGKILLs of the postmaster (default 3)
+ *   --redis-hangs N   minimum Redis freezes, SIGSTOP (default 3)
+ *   --clock-steps N   minimum ±2 h wall-clock steps of the servers (default 3)
+ *   --worker-kills N  minimum SIGKILLs of one cluster worker (default 3)
  *   --workers N       concurrent clients (default 8)            --merchants N (default 4)
+ *   --poor N          merchants under funds pressure, of --merchants (default 2)
+ *   --web-concurrency N  WEB_CONCURRENCY of the server (default 2)
  *   --keep            keep the temporary folder (logs) even on a clean run
  */
 import { randomInt } from 'node:crypto';
@@ -25,6 +31,12 @@ const { values } = parseArgs({
     'pg-restarts': { type: 'string' },
     'redis-stops': { type: 'string' },
     stalls: { type: 'string' },
+    'pg-kills': { type: 'string' },
+    'redis-hangs': { type: 'string' },
+    'clock-steps': { type: 'string' },
+    'worker-kills': { type: 'string' },
+    poor: { type: 'string' },
+    'web-concurrency': { type: 'string' },
     workers: { type: 'string' },
     merchants: { type: 'string' },
     keep: { type: 'boolean', default: false },
@@ -43,6 +55,12 @@ const report = await runChaos({
   pgRestarts: num(values['pg-restarts'], undefined, DEFAULTS.pgRestarts),
   redisStops: num(values['redis-stops'], undefined, DEFAULTS.redisStops),
   stalls: num(values.stalls, undefined, DEFAULTS.stalls),
+  pgKills: num(values['pg-kills'], undefined, DEFAULTS.pgKills),
+  redisHangs: num(values['redis-hangs'], undefined, DEFAULTS.redisHangs),
+  clockSteps: num(values['clock-steps'], undefined, DEFAULTS.clockSteps),
+  workerKills: num(values['worker-kills'], undefined, DEFAULTS.workerKills),
+  poorMerchants: num(values.poor, undefined, DEFAULTS.poorMerchants),
+  webConcurrency: num(values['web-concurrency'], undefined, DEFAULTS.webConcurrency),
   workers: num(values.workers, undefined, DEFAULTS.workers),
   merchants: num(values.merchants, undefined, DEFAULTS.merchants),
   keep: values.keep,

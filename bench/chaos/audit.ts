@@ -32,6 +32,21 @@ export interface AuditInput {
   webhookIds: string[];
   /** Events the receiver's webhooks subscribe to (every event that fires); others (internal events) are not delivered. */
   subscribed?: string[];
+  /** The client's view of each account (opening balance and fees as set up): input of the balance model. Without it the model is skipped. */
+  accounts?: AccountView[];
+}
+
+export interface AccountView {
+  accountId: number;
+  /** Index of the merchant in the workload (Op.merchant). */
+  merchant: number;
+  /** Base units credited before the workload (set-up deposits). */
+  opening: number;
+  /** Fees as configured at set-up, base units. */
+  cashOutFee: number;
+  cashInFee: number;
+  /** Receiver key of the account's webhook (the merchant id as text). */
+  webhookKey: string;
 }
 
 export async function audit(input: AuditInput): Promise<{ anomalies: Anomaly[]; figures: Record<string, number> }> {
@@ -60,8 +75,8 @@ export async function audit(input: AuditInput): Promise<{ anomalies: Anomaly[]; 
   }
 
   // 3. Each acknowledged operation exists exactly once; no operation made two records.
-  const rows = await q<{ transaction_id: string; kind: string; account_id: string; amount: string; fee_amount: string; external_id: string | null; description: string; end_to_end_id: string | null; status: number; payment_status: string | null; stage: number; metadata: any }>(
-    `SELECT transaction_id, kind, account_id::text, amount::text, fee_amount::text, external_id, description, end_to_end_id, status, payment_status, stage, metadata
+  const rows = await q<{ id?: string; original_id?: string | null; transaction_id: string; kind: string; account_id: string; amount: string; fee_amount: string; external_id: string | null; description: string; end_to_end_id: string | null; status: number; payment_status: string | null; stage: number; metadata: any }>(
+    `SELECT id::text, original_id::text, transaction_id, kind, account_id::text, amount::text, fee_amount::text, external_id, description, end_to_end_id, status, payment_status, stage, metadata
        FROM transactions`,
   );
   const byTid = new Map(rows.map((r) => [r.transaction_id, r]));
@@ -130,10 +145,11 @@ export async function audit(input: AuditInput): Promise<{ anomalies: Anomaly[]; 
     const amount = BigInt(r.amount);
     const fee = BigInt(r.fee_amount);
     let want: bigint | undefined;
-    if (r.kind === 'cash_out') want = r.payment_status === 'settled' ? -(amount + fee) : r.payment_status === 'rejected' || r.payment_status === 'failed' ? 0n : undefined;
+    if (r.kind === 'cash_out') want = r.payment_status === 'settled' || r.payment_status === 'returned' ? -(amount + fee) : r.payment_status === 'rejected' || r.payment_status === 'failed' ? 0n : undefined;
     else if (r.kind === 'refund' || r.kind === 'med_refund') want = r.status === 1 ? -amount : r.status === 4 ? 0n : undefined;
     else if (r.kind === 'pix_in') want = amount - fee;
     else if (r.kind === 'deposit') want = amount;
+    else if (r.kind === 'payout_return') want = amount;
     else if (r.kind === 'charge') want = r.status === 1 ? amount - fee : 0n;
     else if (r.kind === 'tef_out') {
       // One ledger transaction moves the amount from the source to the destination: 0 in total.
@@ -282,6 +298,16 @@ export async function audit(input: AuditInput): Promise<{ anomalies: Anomaly[]; 
   }
   figures.redeliveries_after_fault = expectedRedeliveries;
   figures.unexpected_duplicates = unexpected;
+
+  // 7. Checks of issue 24: what the audit above could not see.
+  await railVsPixgate(q, rows, add, figures);
+  await ledgerWithoutRecord(q, add, figures);
+  refusedButExecuted(input.ops, byMarker, net, add, figures);
+  chargePayAnswers(input.ops, rows, byMarker, add, figures);
+  deliveryOrder(events, deliveries, input.receipts, add, figures);
+  await operatorAuditRows(q, input.ops, rows, infractions, add, figures);
+  await limitWindows(q, add, figures);
+  if (input.accounts) await balanceModel(q, input.ops, input.receipts, input.accounts, add, figures);
   const deliveriesOf = new Map<string, typeof deliveries>();
   for (const d of deliveries) deliveriesOf.set(d.outbox_id, [...(deliveriesOf.get(d.outbox_id) ?? []), d]);
   for (const e of events) {
@@ -305,4 +331,413 @@ export async function audit(input: AuditInput): Promise<{ anomalies: Anomaly[]; 
     seen.set(k, id);
   }
   return { anomalies, figures };
+}
+
+type Add = (check: string, detail: string) => void;
+type Q = <T = any>(text: string, params?: unknown[]) => Promise<T[]>;
+interface TxRow {
+  id?: string;
+  original_id?: string | null;
+  transaction_id: string;
+  kind: string;
+  account_id: string;
+  amount: string;
+  fee_amount: string;
+  external_id: string | null;
+  description: string;
+  end_to_end_id: string | null;
+  status: number;
+  payment_status: string | null;
+  stage: number;
+  metadata: any;
+}
+
+/** A record the rail must have paid out: a settled cash-out (also when returned later), a settled refund or MED return. */
+function settledOutbound(r: TxRow): boolean | undefined {
+  if (r.kind === 'cash_out') return r.payment_status === 'settled' || r.payment_status === 'returned' ? true : r.payment_status === 'rejected' || r.payment_status === 'failed' ? false : undefined;
+  if (r.kind === 'refund' || r.kind === 'med_refund') return r.status === 1 ? true : r.status === 3 || r.status === 4 ? false : undefined;
+  return undefined;
+}
+
+/**
+ * pixgate against the rail's own records (the simulator's `sim_payments`, which stand for the
+ * central bank's books): one rail payment per outbound record, nothing settled in pixgate that the
+ * rail did not settle, nothing settled by the rail that pixgate did not debit, no rail payment
+ * pixgate has no record of; inbound: every credit has a settled rail payment and every settled rail
+ * payment to this institution was credited; returns of payouts only of settled payouts, never more
+ * than the amount.
+ */
+export async function railVsPixgate(q: Q, rows: TxRow[], add: Add, figures: Record<string, number>): Promise<void> {
+  const rail = await q<{ end_to_end_id: string; kind: string; direction: string; transaction_id: string | null; amount: string; returned_amount: string; status: string; original_end_to_end_id: string | null }>(
+    `SELECT end_to_end_id, kind, direction, transaction_id, amount::text, returned_amount::text, status, original_end_to_end_id FROM sim_payments`,
+  );
+  figures.rail_payments = rail.length;
+  const byTid = new Map(rows.map((r) => [r.transaction_id, r]));
+  const byE2e = new Map(rows.filter((r) => r.end_to_end_id).map((r) => [r.end_to_end_id!, r]));
+  const railByE2e = new Map(rail.map((p) => [p.end_to_end_id, p]));
+  const outboundOf = new Map<string, typeof rail>();
+  for (const p of rail) {
+    if (p.direction !== 'outbound') continue;
+    const r = (p.transaction_id ? byTid.get(p.transaction_id) : undefined) ?? byE2e.get(p.end_to_end_id);
+    if (!r) {
+      add('rail_orphan_payment', `the rail has ${p.kind} ${p.end_to_end_id} (${p.status}, ${p.amount}) for transaction ${p.transaction_id ?? '-'}, which pixgate has no record of`);
+      continue;
+    }
+    outboundOf.set(r.transaction_id, [...(outboundOf.get(r.transaction_id) ?? []), p]);
+  }
+  let compared = 0;
+  for (const r of rows) {
+    const settled = settledOutbound(r);
+    const paid = outboundOf.get(r.transaction_id) ?? [];
+    if (paid.length > 1) add('rail_duplicate_payment', `${r.kind} ${r.transaction_id}: ${paid.length} rail payments (${paid.map((p) => `${p.end_to_end_id} ${p.status}`).join(', ')})`);
+    if (settled === undefined) continue;
+    compared++;
+    const railSettled = paid.filter((p) => p.status === 'settled');
+    if (settled && railSettled.length === 0) add('settled_without_rail', `${r.kind} ${r.transaction_id} is settled in pixgate; the rail ${paid.length ? `has it ${paid.map((p) => p.status).join(', ')}` : 'never saw it'}`);
+    if (!settled && railSettled.length > 0) add('rail_settled_not_booked', `${r.kind} ${r.transaction_id} is ${r.payment_status ?? `status ${r.status}`} in pixgate but the rail settled ${railSettled.map((p) => p.end_to_end_id).join(', ')}: money left without a debit`);
+    for (const p of railSettled) if (BigInt(p.amount) !== BigInt(r.amount)) add('rail_amount_mismatch', `${r.kind} ${r.transaction_id}: record ${r.amount}, rail ${p.end_to_end_id} ${p.amount}`);
+  }
+  // Returns of payouts: only of a payout settled in pixgate, never more than its amount in all.
+  const returned = new Map<string, bigint>();
+  const byId = new Map(rows.map((r) => [r.id ?? '', r]));
+  for (const r of rows) {
+    if (r.kind !== 'payout_return') continue;
+    const originalTid = r.metadata?.original_transaction_id as string | undefined;
+    const original = (originalTid ? byTid.get(originalTid) : undefined) ?? byId.get(r.original_id ?? '');
+    if (!original || (original.payment_status !== 'settled' && original.payment_status !== 'returned')) {
+      add('return_of_unsettled', `payout_return ${r.transaction_id} credits a return of ${originalTid ?? '?'}, which is ${original ? original.payment_status : 'missing'} in pixgate`);
+      continue;
+    }
+    returned.set(original.transaction_id, (returned.get(original.transaction_id) ?? 0n) + BigInt(r.amount));
+  }
+  for (const [tid, sum] of returned) {
+    const original = byTid.get(tid)!;
+    if (sum > BigInt(original.amount)) add('return_exceeds_amount', `${tid}: returns credited ${sum}, payout ${original.amount}`);
+  }
+  // Inbound: a credit in pixgate needs a payment (or a return) the rail settled to this institution, and the reverse.
+  for (const r of rows) {
+    if (r.kind !== 'pix_in' && r.kind !== 'payout_return' && !(r.kind === 'charge' && r.status === 1)) continue;
+    compared++;
+    const p = r.end_to_end_id ? railByE2e.get(r.end_to_end_id) : undefined;
+    if (!p || p.direction !== 'inbound' || p.status !== 'settled') add('credited_without_rail', `${r.kind} ${r.transaction_id} (${r.end_to_end_id ?? 'no end_to_end_id'}) is credited; the rail ${p ? `has it ${p.direction} ${p.status}` : 'never saw it'}`);
+    else if (BigInt(p.amount) !== BigInt(r.amount)) add('rail_amount_mismatch', `${r.kind} ${r.transaction_id}: record ${r.amount}, rail ${p.end_to_end_id} ${p.amount}`);
+  }
+  for (const p of rail) {
+    if (p.direction !== 'inbound') continue;
+    if (p.status === 'settled' && !byE2e.has(p.end_to_end_id)) add('rail_inbound_not_credited', `the rail settled ${p.end_to_end_id} (${p.amount}) to this institution; no record credits it`);
+    if (p.kind === 'return' && p.original_end_to_end_id) {
+      const original = railByE2e.get(p.original_end_to_end_id);
+      if (!original || original.status !== 'settled') add('return_of_unsettled', `return ${p.end_to_end_id} of ${p.original_end_to_end_id}, which the rail ${original ? `has ${original.status}` : 'never saw'}`);
+    }
+  }
+  for (const p of rail) if (BigInt(p.returned_amount) > BigInt(p.amount)) add('return_exceeds_amount', `${p.end_to_end_id}: returned ${p.returned_amount} of ${p.amount}`);
+  figures.rail_compared = compared;
+}
+
+/** Every ledger transaction belongs to a record (transaction, infraction or boleto): none moves money on its own. */
+export async function ledgerWithoutRecord(q: Q, add: Add, figures: Record<string, number>): Promise<void> {
+  const orphans = await q<{ id: string; kind: string; reference: string | null }>(
+    `SELECT lt.id::text, lt.kind, lt.reference FROM ledger_transactions lt
+      WHERE lt.reference IS NULL
+         OR (lt.kind NOT LIKE 'boleto%'
+             AND NOT EXISTS (SELECT 1 FROM transactions t WHERE t.transaction_id = lt.reference)
+             AND NOT EXISTS (SELECT 1 FROM med_infractions i WHERE i.id::text = lt.reference))
+      ORDER BY lt.id LIMIT 50`,
+  );
+  figures.ledger_transactions_without_record = orphans.length;
+  for (const o of orphans) add('ledger_without_record', `ledger transaction ${o.id} (${o.kind}) references ${o.reference ?? 'nothing'}, which is no transaction or infraction`);
+}
+
+const OWN_KINDS: Record<string, string[]> = { cash_out: ['cash_out'], tef: ['tef_out'], deposit: ['deposit'], refund: ['refund'], charge: ['charge'], inbound: ['pix_in'] };
+
+/** A record that moved money or is (or will be) carried out: not a refusal. */
+function executed(r: TxRow, moved: bigint): boolean {
+  if (moved !== 0n) return true;
+  if (r.kind === 'charge') return r.status === 1;
+  if (r.payment_status) return ['processing', 'queued', 'settled', 'returned'].includes(r.payment_status);
+  return r.status === 1 || r.status === 2;
+}
+
+/** An operation whose final answer was a 4xx (the client treats it as not done) must have done nothing. */
+export function refusedButExecuted(ops: Op[], byMarker: Map<string, TxRow[]>, net: Map<string, bigint>, add: Add, figures: Record<string, number>): void {
+  let n = 0;
+  for (const op of ops) {
+    if (!op.refused || op.refused.status < 400 || op.refused.status >= 500) continue;
+    n++;
+    const mine = (byMarker.get(op.id) ?? []).filter((r) => (OWN_KINDS[op.kind] ?? []).includes(r.kind));
+    for (const r of mine) {
+      const moved = net.get(`${r.transaction_id}|${r.account_id}`) ?? 0n;
+      if (executed(r, moved)) add('refused_but_executed', `${op.id} (${op.kind}) was answered ${op.refused.status} ${op.refused.text.slice(0, 120)} but ${r.transaction_id} is ${r.payment_status ?? `status ${r.status}`} and moved ${moved}`);
+    }
+  }
+  figures.refusals_checked = n;
+}
+
+/**
+ * The sandbox's answer to paying a charge: a 2xx names a paid record of the charge's account for
+ * the charge's amount; a 4xx leaves the charge unpaid; a charge is paid only by a payment sent.
+ */
+export function chargePayAnswers(ops: Op[], rows: TxRow[], byMarker: Map<string, TxRow[]>, add: Add, figures: Record<string, number>): void {
+  const byTid = new Map(rows.map((r) => [r.transaction_id, r]));
+  const paySent = new Set<string>();
+  let n = 0;
+  for (const op of ops) {
+    if (op.kind !== 'charge_pay' || !op.parent) continue;
+    paySent.add(op.parent);
+    const charge = byTid.get(op.parent);
+    if (op.acked) {
+      n++;
+      const tid = op.acked.body?.transaction_id as string | undefined;
+      const r = tid ? byTid.get(tid) : undefined;
+      if (!r) add('charge_pay_answer', `${op.id}: paying charge ${op.parent} answered ${op.acked.status} with transaction_id ${tid ?? '-'}, which is not in transactions`);
+      else {
+        if (Number(r.account_id) !== op.accountId) add('charge_pay_answer', `${op.id}: paying charge ${op.parent} of account ${op.accountId} answered ${tid}, a record of account ${r.account_id}`);
+        if (r.kind !== 'charge' && r.kind !== 'pix_in') add('charge_pay_answer', `${op.id}: answered ${tid}, a ${r.kind}`);
+        if (charge && BigInt(r.amount) !== BigInt(charge.amount)) add('charge_pay_answer', `${op.id}: charge ${op.parent} of ${charge.amount} answered ${tid} of ${r.amount}`);
+      }
+      if (!charge || charge.status !== 1) add('charge_pay_answer', `${op.id}: paying charge ${op.parent} answered ${op.acked.status} but the charge is ${charge ? `status ${charge.status}` : 'missing'}`);
+    } else if (op.refused && op.refused.status >= 400 && op.refused.status < 500) {
+      n++;
+      if (charge?.status === 1) add('charge_pay_answer', `${op.id}: paying charge ${op.parent} was refused ${op.refused.status} ${op.refused.text.slice(0, 120)} but the charge is paid`);
+    }
+  }
+  for (const op of ops) {
+    if (op.kind !== 'charge' || !op.acked) continue;
+    const tid = op.acked.body?.transaction_id as string | undefined;
+    const charge = (tid ? byTid.get(tid) : undefined) ?? (byMarker.get(op.id) ?? []).find((r) => r.kind === 'charge');
+    if (charge?.status === 1 && !paySent.has(charge.transaction_id)) add('charge_pay_answer', `charge ${charge.transaction_id} (${op.id}) is paid but no payment of it was sent`);
+  }
+  figures.charge_pay_checked = n;
+}
+
+/**
+ * Order of each subject's events (docs/webhooks.md, "Order per subject"; life cycles in docs/pix.md
+ * and docs/med.md): as written (outbox id order) they never go backwards in their life cycle
+ * (EVENT_RANK: a payout queued → processing (→ held) → confirmed or failed → returned; a charge
+ * created → paid; an infraction created → refund requested → resolved; events of equal rank may
+ * come in either order), and the receiver sees a delivery of a subject
+ * only after every earlier delivery of that subject to the same webhook was answered 2xx (or ended
+ * failed). Repeats of a delivery already answered (at least once) are not order violations.
+ */
+export const EVENT_RANK: Record<string, number> = {
+  'pix.charge.created': 0,
+  'pix.charge.paid': 1,
+  'pix.payout.queued': 0,
+  'pix.payout.processing': 1,
+  'pix.payout.held': 1,
+  'pix.payout.confirmed': 2,
+  'pix.payout.failed': 2,
+  'pix.payout.returned': 3,
+  'pix.payout.return.failed': 3,
+  'pix.infraction.created': 0,
+  'pix.refund.requested': 1,
+  'pix.infraction.resolved': 2,
+};
+
+export function deliveryOrder(
+  events: { id: string; event: string; subject: string }[],
+  deliveries: { id: string; outbox_id: string; status: string; webhook_id: string }[],
+  receipts: Receipt[],
+  add: Add,
+  figures: Record<string, number>,
+): void {
+  const eventById = new Map(events.map((e) => [e.id, e]));
+  const lastRank = new Map<string, { rank: number; event: string }>();
+  for (const e of [...events].sort((a, b) => Number(a.id) - Number(b.id))) {
+    const rank = EVENT_RANK[e.event];
+    if (rank === undefined) continue;
+    const before = lastRank.get(e.subject);
+    if (before && rank < before.rank) add('event_order', `${e.subject}: ${e.event} (outbox ${e.id}) written after ${before.event}`);
+    if (!before || rank > before.rank) lastRank.set(e.subject, { rank, event: e.event });
+  }
+  // Arrival order at the receiver (index in its log), per delivery: first arrival, first 2xx.
+  const first = new Map<string, number>();
+  const firstOk = new Map<string, number>();
+  receipts.forEach((r, i) => {
+    if (!first.has(r.deliveryId)) first.set(r.deliveryId, i);
+    if (r.answered >= 200 && r.answered < 300 && !firstOk.has(r.deliveryId)) firstOk.set(r.deliveryId, i);
+  });
+  const chains = new Map<string, { id: string; outbox: number; status: string; event: string }[]>();
+  for (const d of deliveries) {
+    const e = eventById.get(d.outbox_id);
+    if (!e) continue;
+    const k = `${d.webhook_id}|${e.subject}`;
+    chains.set(k, [...(chains.get(k) ?? []), { id: d.id, outbox: Number(d.outbox_id), status: d.status, event: e.event }]);
+  }
+  let checked = 0;
+  for (const [k, chain] of chains) {
+    if (chain.length < 2) continue;
+    chain.sort((a, b) => a.outbox - b.outbox);
+    for (let i = 1; i < chain.length; i++) {
+      const later = chain[i]!;
+      const at = first.get(later.id);
+      if (at === undefined) continue;
+      checked++;
+      for (const earlier of chain.slice(0, i)) {
+        if (earlier.status === 'failed') continue;
+        const ok = firstOk.get(earlier.id);
+        if (ok === undefined || ok > at) {
+          add('delivery_order', `${k.split('|')[1]}: ${later.event} (delivery ${later.id}) arrived before ${earlier.event} (delivery ${earlier.id}) was ${ok === undefined ? 'ever answered 2xx' : 'answered 2xx'}`);
+          break;
+        }
+      }
+    }
+  }
+  figures.delivery_order_checked = checked;
+}
+
+/** Every operator write that took effect has its audit row (operation and row in one transaction), and every acknowledged one a 2xx row. */
+export async function operatorAuditRows(q: Q, ops: Op[], rows: TxRow[], infractions: { id: string; decision: string | null }[], add: Add, figures: Record<string, number>): Promise<void> {
+  const audit = await q<{ route: string; status: number; target: Record<string, unknown> }>('SELECT route, status, target FROM admin_audit_log WHERE status BETWEEN 200 AND 299');
+  figures.audit_rows = audit.length;
+  const named = new Set<string>();
+  for (const a of audit) for (const f of ['transaction_id', 'id', 'infraction_id']) if (typeof a.target?.[f] === 'string') named.add(`${a.route.endsWith('/resolve') ? 'resolve' : 'write'}|${a.target[f]}`);
+  // Operator operations of the workload that took effect, known from the database.
+  const byTid = new Map(rows.map((r) => [r.transaction_id, r]));
+  const effects: { what: string; key: string }[] = [];
+  for (const r of rows) if (r.kind === 'deposit' || (r.kind === 'pix_in' && /^chaos-\d+$/.test(r.description))) effects.push({ what: `${r.kind} ${r.transaction_id}`, key: `write|${r.transaction_id}` });
+  for (const op of ops) {
+    if (op.kind === 'charge_pay' && op.parent && byTid.get(op.parent)?.status === 1) {
+      const tid = op.acked?.body?.transaction_id as string | undefined;
+      if (tid) effects.push({ what: `payment of charge ${op.parent}`, key: `write|${tid}` });
+    }
+  }
+  for (const r of rows) {
+    if (r.kind !== 'payout_return') continue;
+    const original = r.metadata?.original_transaction_id as string | undefined;
+    // The answer may name the return (when credited at once) or only the payout (the path's transaction_id).
+    effects.push({ what: `payout_return ${r.transaction_id} of ${original ?? '?'}`, key: named.has(`write|${r.transaction_id}`) ? `write|${r.transaction_id}` : `write|${original}` });
+  }
+  for (const i of infractions) {
+    effects.push({ what: `infraction ${i.id} opened`, key: `write|${i.id}` });
+    if (i.decision) effects.push({ what: `infraction ${i.id} resolved ${i.decision}`, key: `resolve|${i.id}` });
+  }
+  let missing = 0;
+  for (const e of effects) {
+    if (named.has(e.key)) continue;
+    missing++;
+    add('audit_row_missing', `${e.what} took effect with no 2xx row in admin_audit_log`);
+  }
+  const acked = ops.filter((o) => o.acked && ['deposit', 'inbound', 'charge_pay', 'med_open', 'med_resolve', 'payout_return'].includes(o.kind)).length;
+  figures.operator_writes_acknowledged = acked;
+  figures.operator_effects_without_audit_row = missing;
+  if (audit.length < acked) add('audit_row_missing', `${acked} operator writes acknowledged, ${audit.length} 2xx rows in admin_audit_log`);
+}
+
+/** What each account sent in each limit window (cash_out_usage) never exceeds its limit. */
+export async function limitWindows(q: Q, add: Add, figures: Record<string, number>): Promise<void> {
+  const usage = await q<{ account_id: string; window_kind: string; window_start: Date; amount: string; daily: string; night: string }>(
+    `SELECT u.account_id::text, u.window_kind, u.window_start, u.amount::text, a.cash_out_daily_limit_cents::text AS daily, a.cash_out_nighttime_limit_cents::text AS night
+       FROM cash_out_usage u JOIN accounts a ON a.id = u.account_id`,
+  );
+  figures.limit_windows = usage.length;
+  for (const u of usage) {
+    const limit = BigInt(u.window_kind === 'night' ? u.night : u.daily) * 100n;
+    if (BigInt(u.amount) > limit) add('limit_exceeded', `account ${u.account_id} sent ${u.amount} in its ${u.window_kind} window from ${new Date(u.window_start).toISOString()}, limit ${limit}`);
+  }
+}
+
+/**
+ * Each account's money (all its books) against a model built from what the client learned: the
+ * opening balance; + each acknowledged deposit, inbound PIX and charge payment (amount − cash-in
+ * fee); ± each acknowledged TEF; − each cash-out the webhooks confirmed (amount + fee), refund they
+ * said completed, MED return they said completed; 0 for every 4xx refusal and every payout they said
+ * failed. Operations whose outcome the client never learned (no final answer, or no final event)
+ * widen the tolerance by their possible effect, and only they do.
+ */
+export async function balanceModel(q: Q, ops: Op[], receipts: Receipt[], accounts: AccountView[], add: Add, figures: Record<string, number>): Promise<void> {
+  const model = new Map(accounts.map((a) => [a.accountId, { exact: BigInt(a.opening), lo: 0n, hi: 0n, view: a }]));
+  const move = (accountId: number | undefined, amount: bigint, certain: boolean) => {
+    const m = accountId === undefined ? undefined : model.get(accountId);
+    if (!m) return;
+    if (certain) m.exact += amount;
+    else if (amount < 0n) m.lo += amount;
+    else m.hi += amount;
+  };
+  // Final events received (de-duplicated by delivery id), per transaction id.
+  const outcome = new Map<string, { event: string; amount: bigint }>();
+  const medReturns: { key: string; amount: bigint }[] = [];
+  const seen = new Set<string>();
+  for (const r of receipts) {
+    if (!r.signatureOk || seen.has(r.deliveryId)) continue;
+    seen.add(r.deliveryId);
+    let body: any;
+    try {
+      body = JSON.parse(r.body);
+    } catch {
+      continue;
+    }
+    if (!['pix.payout.confirmed', 'pix.payout.failed', 'pix.refund.completed', 'pix.refund.failed'].includes(r.event) || typeof body?.transaction_id !== 'string') continue;
+    outcome.set(body.transaction_id, { event: r.event, amount: BigInt(body.amount ?? 0) + (r.event === 'pix.payout.confirmed' ? BigInt(body.fee_amount ?? 0) : 0n) });
+    if (r.event === 'pix.refund.completed' && body.infraction_id) medReturns.push({ key: r.webhookKey, amount: BigInt(body.amount ?? 0) });
+  }
+  const byKey = new Map(accounts.map((a) => [a.webhookKey, a.accountId]));
+  for (const ret of medReturns) move(byKey.get(ret.key), -ret.amount, true);
+  const view = new Map(accounts.map((a) => [a.merchant, a]));
+  let uncertain = 0;
+  for (const op of ops) {
+    const a = view.get(op.merchant);
+    if (!a) continue;
+    const base = BigInt(Number(op.body.amount ?? 0)) * 100n;
+    const refused = !!op.refused && op.refused.status >= 400 && op.refused.status < 500;
+    if (refused) continue;
+    const learned = !!op.acked;
+    if (!learned) uncertain++;
+    switch (op.kind) {
+      case 'deposit':
+        move(a.accountId, base, learned);
+        break;
+      case 'inbound':
+        move(a.accountId, base - BigInt(a.cashInFee), learned);
+        break;
+      case 'charge_pay':
+        move(a.accountId, BigInt(op.chargeAmountCents ?? 0) * 100n - BigInt(a.cashInFee), learned);
+        break;
+      case 'tef':
+        move(a.accountId, -base, learned);
+        move(op.destinationAccount, base, learned);
+        break;
+      case 'cash_out':
+      case 'refund': {
+        const tid = op.acked?.body?.transaction_id as string | undefined;
+        const o = tid ? outcome.get(tid) : undefined;
+        const full = op.kind === 'cash_out' ? base + BigInt(a.cashOutFee) : base;
+        if (o && (o.event === 'pix.payout.confirmed' || o.event === 'pix.refund.completed')) move(a.accountId, -o.amount, true);
+        else if (!o || !/failed$/.test(o.event)) {
+          if (learned) uncertain++;
+          move(a.accountId, -full, false);
+        }
+        break;
+      }
+      case 'payout_return': {
+        // 201 {returned: true, amount}: credited; 200 {returned: false}: the rail refused it, nothing moves.
+        if (op.acked) {
+          if (op.acked.body?.returned === true) move(a.accountId, BigInt(op.acked.body.amount ?? base), true);
+        } else move(a.accountId, base, false);
+        break;
+      }
+      case 'med_open':
+        // A MED return is counted from its completion event above; an infraction whose return's outcome never arrived widens the tolerance.
+        break;
+    }
+  }
+  // MED returns that may have happened without their completion event reaching the client.
+  for (const op of ops) {
+    if (op.kind !== 'med_resolve' || op.body.decision !== 'accepted') continue;
+    const open = ops.find((o) => o.kind === 'med_open' && o.acked?.body?.id && op.path.includes(o.acked.body.id));
+    if (!open) continue;
+    const a = view.get(op.merchant)!;
+    const heard = receipts.some((r) => r.event === 'pix.refund.completed' || r.event === 'pix.refund.failed' ? r.body.includes(open.acked!.body.id) : false);
+    if (!heard) move(a.accountId, -BigInt(Number(open.body.amount ?? 0)) * 100n, false);
+  }
+  const books = await q<{ account_id: string; total: string }>('SELECT account_id::text, sum(balance)::text AS total FROM ledger_accounts WHERE account_id IS NOT NULL GROUP BY 1');
+  const actual = new Map(books.map((b) => [Number(b.account_id), BigInt(b.total)]));
+  for (const [accountId, m] of model) {
+    const got = actual.get(accountId) ?? 0n;
+    const lo = m.exact + m.lo;
+    const hi = m.exact + m.hi;
+    if (got < lo || got > hi) add('balance_model', `account ${accountId} holds ${got}; the client's log says ${lo === hi ? String(lo) : `${lo}..${hi}`} (certain ${m.exact}; unresolved −${-m.lo}/+${m.hi}); off by ${got < lo ? got - lo : got - hi}`);
+  }
+  figures.balance_accounts_checked = model.size;
+  figures.balance_ops_uncertain = uncertain;
 }

@@ -9,6 +9,8 @@ export interface Answer {
   body: any;
   text: string;
   error?: string;
+  /** The Retry-After header, when answered with one. */
+  retryAfter?: string;
 }
 
 async function send(url: string, init: RequestInit, timeoutMs: number): Promise<Answer> {
@@ -21,11 +23,19 @@ async function send(url: string, init: RequestInit, timeoutMs: number): Promise<
     } catch {
       body = text;
     }
-    return { status: res.status, body, text };
+    const retryAfter = res.headers.get('retry-after');
+    return { status: res.status, body, text, ...(retryAfter !== null ? { retryAfter } : {}) };
   } catch (err) {
     return { status: 0, body: null, text: '', error: (err as Error).name === 'TimeoutError' ? 'client timeout' : String((err as Error).cause ?? (err as Error).message) };
   }
 }
+
+/**
+ * The clock v2 signatures are stamped with, as an offset from this process's clock: the harness
+ * moves it with the wall-clock steps it gives the servers (both ends stepped by NTP), so v2
+ * requests are not refused as stale for a step that the suite, not the client, made.
+ */
+export const clientClock = { offsetMs: 0 };
 
 export class Merchant {
   constructor(
@@ -43,7 +53,7 @@ export class Merchant {
     if (o.idempotencyKey !== undefined) headers['idempotency-key'] = o.idempotencyKey;
     if (o.sign === 'v1') headers.hmac = signV1(this.clientSecret, canonicalize(text));
     else {
-      const timestamp = String(Math.floor(Date.now() / 1000));
+      const timestamp = String(Math.floor((Date.now() + clientClock.offsetMs) / 1000));
       const nonce = randomBytes(16).toString('hex');
       const idempotencyKey = o.idempotencyKey ?? `v2-${randomBytes(8).toString('hex')}`;
       Object.assign(headers, {

@@ -4,7 +4,7 @@
  * machine's PostgreSQL or Redis: every port is a free one picked at start.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, openSync, readdirSync, rmSync, writeFileSync, closeSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync, closeSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -99,6 +99,30 @@ export class PostgresCluster {
     if (r.status !== 0) throw new Error(`pg_ctl stop failed:\n${r.out}`);
   }
 
+  /**
+   * SIGKILL of the postmaster (a crash, no shutdown at all): its backends notice and exit by
+   * themselves; until they have, a new postmaster refuses to start (shared memory still in use),
+   * so `start` after this is retried by `restartAfterCrash`.
+   */
+  sigkillPostmaster(): number {
+    const pid = Number(readFileSync(join(this.data, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    process.kill(pid, 'SIGKILL');
+    return pid;
+  }
+
+  /** Starts again after a crash, retrying while the old backends still hold the shared memory. */
+  async restartAfterCrash(timeoutMs = 90_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      try {
+        return await this.start();
+      } catch (err) {
+        if (Date.now() > deadline) throw err;
+        await sleep(300);
+      }
+    }
+  }
+
   async destroy(): Promise<void> {
     await pgTool('pg_ctl', ['-D', this.data, '-m', 'immediate', '-w', 'stop']);
     rmSync(this.dir, { recursive: true, force: true });
@@ -122,10 +146,18 @@ export class RedisServer {
   get url(): string {
     return `redis://127.0.0.1:${this.port}`;
   }
+  /** Freezes redis-server (SIGSTOP): connections stay open and nothing answers, as on a hung host or a partition without RST. */
+  hang(): void {
+    this.proc?.kill('SIGSTOP');
+  }
+  resume(): void {
+    this.proc?.kill('SIGCONT');
+  }
   async stop(): Promise<void> {
     const p = this.proc;
     if (!p || p.exitCode !== null || p.signalCode !== null) return;
     const exited = new Promise((r) => p.once('exit', r));
+    p.kill('SIGCONT');
     p.kill('SIGTERM');
     await exited;
     this.proc = undefined;
@@ -152,6 +184,8 @@ export class PixgateServer {
     readonly env: Record<string, string>,
     port: number,
     readonly logFile: string,
+    /** Node options before the script (e.g. `--import bench/chaos/wallClock.mjs`); cluster workers inherit them. */
+    readonly nodeArgs: string[] = [],
   ) {
     this.port = port;
     closeSync(openSync(logFile, 'a'));
@@ -162,9 +196,11 @@ export class PixgateServer {
 
   private spawnOnce(): ChildProcess {
     const fd = openSync(this.logFile, 'a');
-    const proc = spawn(process.execPath, [MAIN], {
+    // Its own process group, so a SIGKILL takes the cluster workers with the primary, as a crash of the host would.
+    const proc = spawn(process.execPath, [...this.nodeArgs, MAIN], {
       env: { PATH: process.env.PATH ?? '', ...this.env, PORT: String(this.port) },
       stdio: ['ignore', fd, fd],
+      detached: true,
     });
     closeSync(fd);
     this.expectingExit = false;
@@ -207,8 +243,48 @@ export class PixgateServer {
     if (!p || p.exitCode !== null || p.signalCode !== null) return;
     this.expectingExit = true;
     const exited = new Promise((r) => p.once('exit', r));
-    p.kill(signal);
+    if (signal === 'SIGKILL') {
+      try {
+        process.kill(-p.pid!, 'SIGKILL');
+      } catch {
+        p.kill('SIGKILL');
+      }
+    } else p.kill(signal);
     await exited;
+    if (signal === 'SIGKILL') await this.groupGone(p.pid!);
+  }
+
+  /** Pids of the cluster workers (children of the primary); empty when it runs alone. */
+  workerPids(): number[] {
+    const pid = this.proc?.pid;
+    if (!pid || !this.alive()) return [];
+    const r = spawnSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' });
+    return r.stdout.split('\n').map((l) => Number(l.trim())).filter((n) => n > 0);
+  }
+
+  /** SIGKILL of one cluster worker (the primary forks another); the pid killed, or undefined when there is none. */
+  killWorker(pick: (n: number) => number): number | undefined {
+    const pids = this.workerPids();
+    if (pids.length === 0) return undefined;
+    const pid = pids[pick(pids.length)]!;
+    try {
+      process.kill(pid, 'SIGKILL');
+      return pid;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Workers die with the group; wait until none is left so the next start does not meet them. */
+  private async groupGone(pgid: number): Promise<void> {
+    for (let i = 0; i < 100; i++) {
+      try {
+        process.kill(-pgid, 0);
+      } catch {
+        return;
+      }
+      await sleep(20);
+    }
   }
 }
 

@@ -8,7 +8,7 @@
 import type { Answer, Merchant, Operator } from './client.js';
 import { sleep } from './infra.js';
 
-export type OpKind = 'cash_out' | 'tef' | 'deposit' | 'refund' | 'charge' | 'charge_pay' | 'inbound' | 'med_open' | 'med_resolve';
+export type OpKind = 'cash_out' | 'tef' | 'deposit' | 'refund' | 'charge' | 'charge_pay' | 'inbound' | 'med_open' | 'med_resolve' | 'payout_return';
 
 export interface Op {
   id: string;
@@ -23,12 +23,20 @@ export interface Op {
   /** cash-out destination behaviour. */
   destination?: 'settle' | 'reject' | 'queued';
   sends: number;
-  answers: { at: number; status: number; code?: string; error?: string }[];
+  /** `at`: when the answer (or the client's deadline) came; `ms`: how long the request took. */
+  answers: { at: number; status: number; code?: string; error?: string; ms?: number }[];
   acked?: { at: number; status: number; body: any };
   refused?: { status: number; text: string };
   /** Retries are safe only with an Idempotency-Key or an external_id (or for the sandbox's idempotent MED calls). */
   retryable: boolean;
   replay?: { status: number; transactionId?: string; text: string };
+  /** charge_pay: the charge's transaction id and amount (cents). */
+  parent?: string;
+  chargeAmountCents?: number;
+  /** tef: the destination's account id. */
+  destinationAccount?: number;
+  /** cash_out: one of a burst sent at once on one account (funds pressure). */
+  burst?: boolean;
 }
 
 export interface Inbound {
@@ -60,6 +68,17 @@ export interface WorkloadOptions {
   evpKeys: string[];
   /** The operator API honours Idempotency-Key on deposits (detected at set-up): deposits join the mix. */
   idempotentDeposits: boolean;
+  /**
+   * Merchants under funds pressure (indices). `limited`: low daily and nighttime limits (the run
+   * opens with a burst of 4 cash-outs of 80–95 % of the nighttime limit at once on each: only one
+   * fits a window); `broke`: a small balance, refilled only by small inbound PIX. Their cash-outs
+   * are R$ 30–90 and often sent in bursts of 2–4 at once, spread by the cluster over its
+   * processes, so insufficient-balance and limit refusals happen.
+   */
+  limited?: number[];
+  broke?: number[];
+  /** Nighttime limit of the limited merchants (cents): sizes the opening bursts. */
+  limitedNightCents?: number;
 }
 
 export interface Figures {
@@ -76,22 +95,52 @@ function transient(a: Answer): boolean {
 export class Workload {
   readonly ops: Op[] = [];
   readonly inbound: Inbound[] = [];
-  readonly notes: { op: string; what: string; detail: string }[] = [];
+  /** What the clients saw that is wrong in itself; `check` names the anomaly (default: `answer`, or `harness` for a client error). */
+  readonly notes: { op: string; what: string; detail: string; check?: string }[] = [];
+  /** Cash-outs acknowledged to a settling key: what the receiver's bank may return (sandbox). */
+  private readonly payouts: { merchant: number; transactionId: string; amountCents: number }[] = [];
   readonly figures: Figures = { client_retries: 0, server_errors_5xx: 0, no_answer: 0 };
   producing = true;
   /** After this, an operation stops retrying and is left unresolved. */
   retryDeadline = Number.POSITIVE_INFINITY;
   private next = 0;
   private running: Promise<void>[] = [];
+  private readonly poor: Set<number>;
+  private readonly broke: Set<number>;
 
   constructor(
     private readonly merchants: Merchant[],
     private readonly operator: Operator,
     private readonly o: WorkloadOptions,
-  ) {}
+  ) {
+    this.poor = new Set([...(o.limited ?? []), ...(o.broke ?? [])]);
+    this.broke = new Set(o.broke ?? []);
+  }
 
   start(): void {
-    this.running = Array.from({ length: this.o.workers }, (_, w) => this.worker(prng(this.o.seed * 7919 + w + 1)));
+    const opening = (this.o.limited ?? []).map((m) => this.openingBurst(m));
+    this.running = [...opening, ...Array.from({ length: this.o.workers }, (_, w) => this.worker(prng(this.o.seed * 7919 + w + 1)))];
+  }
+
+  /** A limited merchant added during the run (its index in the shared merchant list): it joins the mix after its opening burst. */
+  addLimited(m: number): void {
+    this.poor.add(m);
+    this.running.push(this.openingBurst(m));
+  }
+
+  /**
+   * The first cash-outs of a limit window, 4 at once (spread over the cluster's processes) while
+   * the window's usage row does not exist yet, each 80–95 % of the nighttime limit: one fits.
+   */
+  private openingBurst(m: number): Promise<void> {
+    const r = prng(this.o.seed * 104729 + m);
+    const night = this.o.limitedNightCents ?? 100_000;
+    return Promise.all(Array.from({ length: 4 }, () => this.cashOut(r, m, true, Math.floor(night * (0.8 + r() * 0.15))))).then(
+      () => {},
+      (err) => {
+        this.notes.push({ op: '-', what: 'client error', detail: String((err as Error).stack ?? err) });
+      },
+    );
   }
 
   async stop(): Promise<void> {
@@ -111,12 +160,14 @@ export class Workload {
       const m = Math.floor(r() * this.merchants.length);
       const roll = r();
       try {
-        if (roll < 0.35) await this.cashOut(r, m);
+        if (this.poor.has(m) && roll < 0.3) await this.burst(r, m);
+        else if (roll < 0.35) await this.cashOut(r, m);
         else if (roll < 0.43) await this.tef(r, m);
         else if (roll < 0.55) await this.inboundPix(r, m);
         else if (roll < 0.7) await this.refund(r, m, pick);
         else if (roll < 0.82) await this.charge(r, m);
         else if (roll < 0.85) await (this.o.idempotentDeposits ? this.deposit(r, m) : this.charge(r, m));
+        else if (roll < 0.88) await this.payoutReturn(r, m, pick);
         else await this.med(r, m, pick);
       } catch (err) {
         this.notes.push({ op: '-', what: 'client error', detail: String((err as Error).stack ?? err) });
@@ -130,9 +181,14 @@ export class Workload {
     for (;;) {
       op.sends++;
       if (op.sends > 1) this.figures.client_retries!++;
+      const started = Date.now();
       const a = await send();
-      op.answers.push({ at: Date.now(), status: a.status, code: a.body?.code, error: a.error });
+      op.answers.push({ at: Date.now(), status: a.status, code: a.body?.code, error: a.error, ms: Date.now() - started });
       if (a.status === 0) this.figures.no_answer!++;
+      const rawError = rawDriverError(a);
+      if (rawError) this.notes.push({ op: op.id, check: 'raw_error_answer', what: `answered ${a.status} with a driver error`, detail: a.text.slice(0, 300) });
+      else if (a.status === 500) this.notes.push({ op: op.id, check: 'answer_500', what: 'answered 500 (an unavailability must be a 503 with Retry-After)', detail: a.text.slice(0, 300) });
+      if (a.status === 503 && a.retryAfter === undefined) this.notes.push({ op: op.id, check: 'answer_503_without_retry_after', what: 'answered 503 without Retry-After', detail: a.text.slice(0, 300) });
       if (a.status >= 500) {
         this.figures.server_errors_5xx!++;
         if (a.body && typeof a.body === 'object' && a.body.worked === true) {
@@ -156,7 +212,14 @@ export class Workload {
     }
   }
 
-  private async cashOut(r: () => number, m: number): Promise<void> {
+  /** 2–4 cash-outs on one account at once, each sized so that not all of them fit in its balance or limits. */
+  private async burst(r: () => number, m: number): Promise<void> {
+    const n = 2 + Math.floor(r() * 3);
+    const rs = Array.from({ length: n }, (_, i) => prng(Math.floor(r() * 2 ** 31) + i));
+    await Promise.all(rs.map((ri) => this.cashOut(ri, m, true)));
+  }
+
+  private async cashOut(r: () => number, m: number, burst = false, cents?: number): Promise<void> {
     const merchant = this.merchants[m]!;
     const sign: 'v1' | 'v2' = r() < 0.3 ? 'v2' : 'v1';
     const withKey = sign === 'v2' || r() < 0.5;
@@ -164,18 +227,33 @@ export class Workload {
     const d = r();
     const destination = d < 0.8 ? 'settle' : d < 0.9 ? 'reject' : 'queued';
     const n = this.next + 1;
-    const body: Record<string, unknown> = { amount: 100 + Math.floor(r() * 4900), pix_key: this.o.keys[destination], description: `chaos-${n}` };
+    const amount = cents ?? (this.poor.has(m) ? 3000 + Math.floor(r() * 6000) : 100 + Math.floor(r() * 4900));
+    const body: Record<string, unknown> = { amount, pix_key: this.o.keys[destination], description: `chaos-${n}` };
     if (withExternal) body.external_id = `ext-chaos-${n}`;
     const op = this.newOp('cash_out', m, {
       path: '/pix/cash-out',
       body,
       sign,
       destination,
+      ...(burst ? { burst: true } : {}),
       ...(withKey ? { idempotencyKey: `key-chaos-${n}` } : {}),
       ...(withExternal ? { externalId: `ext-chaos-${n}` } : {}),
       retryable: withKey || withExternal,
     });
-    await this.execute(op, () => merchant.post(op.path, op.body, { sign, idempotencyKey: op.idempotencyKey, timeoutMs: this.o.clientTimeoutMs }));
+    const a = await this.execute(op, () => merchant.post(op.path, op.body, { sign, idempotencyKey: op.idempotencyKey, timeoutMs: this.o.clientTimeoutMs }));
+    if (a && a.status >= 200 && a.status < 300 && destination === 'settle' && typeof a.body?.transaction_id === 'string') this.payouts.push({ merchant: m, transactionId: a.body.transaction_id, amountCents: amount });
+  }
+
+  /**
+   * The receiver's bank returns part of a settled payout (sandbox; the rail notifies pixgate, which
+   * credits it). Never resent: a second return is a second return.
+   */
+  private async payoutReturn(r: () => number, m: number, pick: <T>(xs: readonly T[]) => T): Promise<void> {
+    const mine = this.payouts.filter((p) => p.merchant === m);
+    if (mine.length === 0) return this.cashOut(r, m);
+    const payout = pick(mine);
+    const op = this.newOp('payout_return', m, { path: `/payouts/${payout.transactionId}/return`, body: { amount: 1 + Math.floor(r() * Math.max(1, payout.amountCents / 3)) }, parent: payout.transactionId });
+    await this.execute(op, () => this.operator.call('sandbox', 'POST', op.path, op.body, this.o.clientTimeoutMs));
   }
 
   /** A TEF to another merchant's EVP key: synchronous, final in its answer. */
@@ -193,6 +271,7 @@ export class Workload {
       path: '/tef/transfers',
       body,
       sign,
+      destinationAccount: this.merchants[to]!.accountId,
       ...(withKey ? { idempotencyKey: `key-chaos-${n}` } : {}),
       ...(withExternal ? { externalId: `ext-chaos-${n}` } : {}),
       retryable: withKey || withExternal,
@@ -216,7 +295,7 @@ export class Workload {
   private async inboundPix(r: () => number, m: number): Promise<void> {
     const merchant = this.merchants[m]!;
     const n = this.next + 1;
-    const amountCents = 10_000 + Math.floor(r() * 190_000);
+    const amountCents = this.broke.has(m) ? 2000 + Math.floor(r() * 6000) : 10_000 + Math.floor(r() * 190_000);
     const op = this.newOp('inbound', m, { path: '/pix/inbound', body: { account_id: merchant.accountId, amount: amountCents, description: `chaos-${n}` } });
     // The sandbox plays another bank sending a PIX: a resend would be a second payment, so no retry.
     const a = await this.execute(op, () => this.operator.call('sandbox', 'POST', op.path, op.body, this.o.clientTimeoutMs));
@@ -259,7 +338,7 @@ export class Workload {
     });
     const a = await this.execute(op, () => merchant.post(op.path, op.body, { sign, idempotencyKey: op.idempotencyKey, timeoutMs: this.o.clientTimeoutMs }));
     if (!a || a.status < 200 || a.status >= 300 || r() < 0.15) return;
-    const pay = this.newOp('charge_pay', m, { path: '/pix/pay', body: { emv: a.body.emv } });
+    const pay = this.newOp('charge_pay', m, { path: '/pix/pay', body: { emv: a.body.emv }, parent: a.body.transaction_id, chargeAmountCents: Number(op.body.amount) });
     // The payer's bank pays once: a resend would be a second payment (credited as a plain PIX), so no retry.
     const paid = await this.execute(pay, () => this.operator.call('sandbox', 'POST', pay.path, pay.body, this.o.clientTimeoutMs));
     if (paid && paid.status === 201) {
@@ -326,4 +405,15 @@ export class Workload {
       }),
     );
   }
+}
+
+/**
+ * An answer that passes a database or network error through (issue 24, 15): a driver code
+ * (ECONNREFUSED, a SQLSTATE such as 57P01) or an internal address in place of the API's own shape.
+ */
+export function rawDriverError(a: Answer): boolean {
+  if (a.status < 400) return false;
+  const code = a.body && typeof a.body === 'object' ? (a.body as { code?: unknown }).code : undefined;
+  if (typeof code === 'string' && (/^E[A-Z]{3,}$/.test(code) || /^[0-9A-Z]{2}[0-9A-Z]{3}$/.test(code))) return true;
+  return /ECONN[A-Z]+|EPIPE|ETIMEDOUT|\b127\.0\.0\.1:\d+|terminating connection|Connection terminated/i.test(a.text);
 }
