@@ -551,14 +551,13 @@ async function resolveDestination(ctx: AppContext, caller: CashOutCaller, key: s
 }
 
 /**
- * Counts `amount` in the account's limit windows and checks the limits (per operation, nighttime,
- * daily) and then the safe balance against amount + fee; throws the cash-out error, which rolls
- * the count back with the transaction. Returns the windows counted in.
+ * Checks the limits (per operation, nighttime, daily) against the account's usage (read under the
+ * account lock the caller holds) and then the safe balance against amount + fee, throwing the
+ * cash-out error; then counts `amount` in the limit windows. Returns the windows counted in.
  */
 async function reserveWithinLimits(tx: Sql, account: merchants.AccountRow, safe: number, amount: number, fee: number, now: Date): Promise<UsageWindow[]> {
   const windows = limitWindows(now);
-  const totals = await repo.addUsage(tx, account.id, windows, amount);
-  const used = new Map([...totals].map(([kind, total]) => [kind, total - amount]));
+  const used = await repo.usageIn(tx, account.id, windows);
   const problem = limitProblem(
     amount,
     {
@@ -574,6 +573,7 @@ async function reserveWithinLimits(tx: Sql, account: merchants.AccountRow, safe:
   if (safe < debit) {
     throw cashOutError('insufficient_balance', { detail: `Available balance ${safe} is below amount plus fee ${debit} (base units)` });
   }
+  await repo.addUsage(tx, account.id, windows, amount);
   return windows;
 }
 

@@ -185,6 +185,23 @@ export async function addUsage(tx: Sql, accountId: number, windows: readonly Usa
   return new Map(rows.map((r) => [r.window_kind, r.amount]));
 }
 
+/**
+ * What the account has sent so far in each window, by window kind (absent: nothing). Under the
+ * account lock, taken by an earlier statement of the transaction, so it reads every committed
+ * change: check the limits on it, then `addUsage` (the database refuses a usage above the limit:
+ * migration 0700).
+ */
+export async function usageIn(tx: Sql, accountId: number, windows: readonly UsageWindow[]): Promise<Map<string, number>> {
+  if (windows.length === 0) return new Map();
+  const rows = await tx.query<{ window_kind: string; amount: number }>(
+    `SELECT u.window_kind, u.amount FROM cash_out_usage u JOIN unnest($2::text[], $3::timestamptz[]) AS w(kind, start)
+        ON u.window_kind = w.kind AND u.window_start = w.start
+      WHERE u.account_id = $1`,
+    [accountId, ...windowParams(windows)],
+  );
+  return new Map(rows.map((r) => [r.window_kind, r.amount]));
+}
+
 /** An account with its holder's name and document (the payer of its cash-outs). */
 export type AccountWithHolder = AccountRow & { holder_name: string; holder_document: string };
 
@@ -447,7 +464,7 @@ const RESERVE_CASH_OUTS_IF_UNCHANGED = `WITH ${CASH_OUT_ITEMS},
      checked AS MATERIALIZED (
        SELECT * FROM jsonb_to_recordset($3::jsonb) AS c(account_id bigint, exact boolean, available bigint, usage jsonb, debit bigint, caps jsonb, config jsonb)),
      locked AS MATERIALIZED (
-       SELECT account_id, book, balance FROM ledger_accounts
+       SELECT id, account_id, book, balance, xmin::text AS version FROM ledger_accounts
         WHERE account_id IN (SELECT account_id FROM checked) ORDER BY id FOR UPDATE),
      used AS MATERIALIZED (
        SELECT u.account_id, u.window_kind, u.amount FROM cash_out_usage u
@@ -467,6 +484,14 @@ const RESERVE_CASH_OUTS_IF_UNCHANGED = `WITH ${CASH_OUT_ITEMS},
              CROSS JOIN LATERAL (SELECT COALESCE((SELECT u.amount FROM used u WHERE u.account_id = c.account_id AND u.window_kind = w.kind), 0) AS sent) n
              WHERE CASE WHEN c.exact THEN n.sent <> COALESCE((c.usage ->> w.kind)::bigint, 0) ELSE n.sent > (c.caps ->> w.kind)::bigint END)
           AND NOT EXISTS (SELECT 1 FROM claims k WHERE k.account_id = c.account_id AND NOT k.owned)
+          -- A usage row inserted by a transaction this statement waited for is not in its snapshot
+          -- (a locked row is read as of its lock; a row that did not exist is not read at all): an
+          -- account whose books moved after the snapshot (a version newer than the snapshot's)
+          -- and which lacks a window's row is decided again under the locks (reserveLocked reads
+          -- after its locks). Rows that existed are read as of their lock (FOR UPDATE above).
+          AND NOT (
+            EXISTS (SELECT 1 FROM locked l JOIN ledger_accounts s ON s.id = l.id WHERE l.account_id = c.account_id AND s.xmin::text <> l.version)
+            AND EXISTS (SELECT 1 FROM windows w WHERE NOT EXISTS (SELECT 1 FROM used u WHERE u.account_id = c.account_id AND u.window_kind = w.kind)))
           -- Decisions made on a remembered configuration: the account's row still says the same.
           AND (c.config IS NULL OR EXISTS (
             SELECT 1 FROM accounts a JOIN merchants m ON m.id = a.merchant_id
@@ -514,9 +539,13 @@ const RESERVE_CASH_OUTS_IF_UNCHANGED = `WITH ${CASH_OUT_ITEMS},
  * while the statement runs fails the statement (unique constraint): nothing of it is written.
  *
  * Every change of a book's available balance or of a usage row happens under the lock of the
- * account's books, so the figures read under the locks are those the next change starts from; the
- * statement's own invariants (entries, bound keys, records) are asserted inside it
- * (`statement_assert`), so it commits all of them or nothing.
+ * account's books, and every usage increase together with a change of those books, so the figures
+ * read under the locks are those the next change starts from — except a usage row created by a
+ * transaction the statement waited for, which its snapshot (taken before the wait) does not hold:
+ * such an account (books newer than the snapshot, a window's row missing) is not written here but
+ * decided again under the locks (issue 24). The statement's own invariants (entries, bound keys,
+ * records) are asserted inside it (`statement_assert`), and the usage it writes is checked against
+ * the account's limits by the database (migration 0700), so it commits all of them or nothing.
  */
 export async function reserveCashOutsIfUnchanged(
   sql: Sql,
