@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../context.js';
-import { sqlState, type Sql } from '../db/db.js';
+import { provesRollback, type Sql } from '../db/db.js';
 import { outboxBody } from '../events/outbox.js';
 import { IdempotencyLostError, type IdempotencyBinding } from '../external/idempotency.js';
 import { Batcher, batcherPer, onePer, type BatchOutcome } from '../lib/batcher.js';
@@ -194,9 +194,9 @@ async function runBatch(ctx: AppContext, batch: ReserveRequest[]): Promise<Batch
       again = unlocked.again;
     } catch (err) {
       // The database refused the statement (an external_id taken meanwhile, a deadlock, a broken
-      // invariant): it wrote nothing. Anything else (the connection lost: it may have committed)
-      // fails the batch, as a failed COMMIT would.
-      if (sqlState(err) === undefined) throw err;
+      // invariant): it wrote nothing. Anything else (the connection lost, the server shutting
+      // down: it may have committed) fails the batch, as a failed COMMIT would.
+      if (!provesRollback(err, false)) throw err;
       ctx.log.debug({ err }, 'cash-out batch written under the locks instead');
       again = unread;
     }
@@ -282,7 +282,7 @@ async function reserveAssumed(ctx: AppContext, items: ReserveRequest[], done: Ma
     );
   } catch (err) {
     // As in runBatch: refused by the database, it wrote nothing; the read decides again.
-    if (sqlState(err) === undefined) throw err;
+    if (!provesRollback(err, false)) throw err;
     ctx.log.debug({ err }, 'cash-out batch decided on a read instead');
     return items;
   }
