@@ -233,16 +233,24 @@ export interface CashOutLockState {
   existing: Record<string, string> | null;
 }
 
-/** What step 1 reads of its accounts: the books locked (`lock`) or as of one snapshot. */
-function cashOutStateSql(lock: boolean): string {
+/**
+ * What step 1 reads of its accounts: the books locked (`lock`: waiting for them, or `skip`: only
+ * those free now, SKIP LOCKED) or as of one snapshot.
+ */
+function cashOutStateSql(lock: 'wait' | 'skip' | false): string {
   return `WITH locked AS MATERIALIZED (
        SELECT id, account_id, book, balance, xmin::text AS version FROM ledger_accounts
-        WHERE account_id = ANY($1::bigint[]) ORDER BY id${lock ? ' FOR UPDATE' : ''})${
+        WHERE account_id = ANY($1::bigint[]) ORDER BY id${lock === 'wait' ? ' FOR UPDATE' : lock === 'skip' ? ' FOR UPDATE SKIP LOCKED' : ''})${
           lock ? ',\n     stale AS (SELECT EXISTS (SELECT 1 FROM locked l JOIN ledger_accounts s ON s.id = l.id WHERE s.xmin::text <> l.version) AS stale)' : ''
         }
      SELECT a.id::int AS account_id, a.merchant_id::int AS merchant_id,
             (SELECT json_agg(json_build_object('book', l.book, 'balance', l.balance)) FROM locked l WHERE l.account_id = a.id) AS books,
             ${lock ? '(SELECT stale FROM stale)' : 'false'} AS stale,
+            ${
+              lock === 'skip'
+                ? '(SELECT count(*) FROM locked l WHERE l.account_id = a.id) < (SELECT count(*) FROM ledger_accounts s WHERE s.account_id = a.id)'
+                : 'false'
+            } AS busy,
             a.cash_out_fee_cents, a.cash_out_max_amount_cents, a.cash_out_daily_limit_cents, a.cash_out_nighttime_limit_cents,
             m.name AS holder_name, m.document AS holder_document,
             (SELECT json_object_agg(u.window_kind, u.amount) FROM cash_out_usage u
@@ -255,7 +263,8 @@ function cashOutStateSql(lock: boolean): string {
               WHERE e.account_id = a.id) AS existing
        FROM accounts a JOIN merchants m ON m.id = a.merchant_id WHERE a.id = ANY($1::bigint[])`;
 }
-const LOCK_FOR_CASH_OUTS = cashOutStateSql(true);
+const LOCK_FOR_CASH_OUTS = cashOutStateSql('wait');
+const LOCK_FREE_FOR_CASH_OUTS = cashOutStateSql('skip');
 const READ_FOR_CASH_OUTS = cashOutStateSql(false);
 
 /** The limit windows as the reads of step 1 take them (`$2` kinds, `$3` starts). */
@@ -275,17 +284,21 @@ async function cashOutStates(
   accountIds: readonly number[],
   windows: readonly UsageWindow[],
   externalIds: readonly ExternalIdRef[],
-): Promise<{ stale: boolean; accounts: Map<number, CashOutLockState> }> {
-  const rows = await sql.query<CashOutLockState & { stale: boolean }>(text, [
+): Promise<{ stale: boolean; accounts: Map<number, CashOutLockState>; busy: Set<number> }> {
+  const rows = await sql.query<CashOutLockState & { stale: boolean; busy: boolean }>(text, [
     accountIds,
     ...windowParams(windows),
     externalIds.map((e) => e.accountId),
     externalIds.map((e) => e.externalId),
   ]);
   const accounts = new Map<number, CashOutLockState>();
-  for (const { stale: _s, ...row } of rows) accounts.set(Number(row.account_id), row);
-  for (const id of accountIds) if (!accounts.has(id)) throw new Error(`account ${id} not found`);
-  return { stale: rows.some((r) => r.stale), accounts };
+  const busy = new Set<number>();
+  for (const { stale: _s, busy: b, ...row } of rows) {
+    if (b) busy.add(Number(row.account_id));
+    else accounts.set(Number(row.account_id), row);
+  }
+  for (const id of accountIds) if (!accounts.has(id) && !busy.has(id)) throw new Error(`account ${id} not found`);
+  return { stale: rows.some((r) => r.stale), accounts, busy };
 }
 
 /**
@@ -300,6 +313,15 @@ async function cashOutStates(
  */
 export function lockForCashOuts(tx: Sql, accountIds: readonly number[], windows: readonly UsageWindow[], externalIds: readonly ExternalIdRef[]) {
   return cashOutStates(tx, LOCK_FOR_CASH_OUTS, accountIds, windows, externalIds);
+}
+
+/**
+ * `lockForCashOuts` without waiting (SKIP LOCKED): the accounts with a book locked by another
+ * transaction are `busy` (not in `accounts`; the books of theirs it did lock stay locked until the
+ * transaction ends), so one account held elsewhere never holds up the others (issue 24).
+ */
+export function lockFreeForCashOuts(tx: Sql, accountIds: readonly number[], windows: readonly UsageWindow[], externalIds: readonly ExternalIdRef[]) {
+  return cashOutStates(tx, LOCK_FREE_FOR_CASH_OUTS, accountIds, windows, externalIds);
 }
 
 /** What `lockForCashOuts` reads, without locking: one consistent snapshot (`stale` is false). */
@@ -459,16 +481,21 @@ export type CashOutAccountConfig = Pick<
   'merchant_id' | 'cash_out_fee_cents' | 'cash_out_max_amount_cents' | 'cash_out_daily_limit_cents' | 'cash_out_nighttime_limit_cents' | 'holder_name' | 'holder_document'
 >;
 
-const RESERVE_CASH_OUTS_IF_UNCHANGED = `WITH ${CASH_OUT_ITEMS},
+function reserveCashOutsSql(skipLocked: boolean): string {
+  return `WITH ${CASH_OUT_ITEMS},
      ${CASH_OUT_WINDOWS},
      checked AS MATERIALIZED (
        SELECT * FROM jsonb_to_recordset($3::jsonb) AS c(account_id bigint, exact boolean, available bigint, usage jsonb, debit bigint, caps jsonb, config jsonb)),
      locked AS MATERIALIZED (
        SELECT id, account_id, book, balance, xmin::text AS version FROM ledger_accounts
-        WHERE account_id IN (SELECT account_id FROM checked) ORDER BY id FOR UPDATE),
+        WHERE account_id IN (SELECT account_id FROM checked) ORDER BY id FOR UPDATE${skipLocked ? ' SKIP LOCKED' : ''}),
+     -- The accounts whose books are all locked (with SKIP LOCKED, the others are busy elsewhere).
+     whole AS MATERIALIZED (
+       SELECT c.account_id FROM checked c
+        WHERE (SELECT count(*) FROM locked l WHERE l.account_id = c.account_id) = (SELECT count(*) FROM ledger_accounts s WHERE s.account_id = c.account_id)),
      used AS MATERIALIZED (
        SELECT u.account_id, u.window_kind, u.amount FROM cash_out_usage u
-        WHERE u.account_id IN (SELECT account_id FROM locked)
+        WHERE u.account_id IN (SELECT account_id FROM whole)
           AND (u.window_kind, u.window_start) IN (SELECT kind, start FROM windows)
         ORDER BY u.account_id, u.window_kind FOR UPDATE),
      claims AS MATERIALIZED (
@@ -478,7 +505,8 @@ const RESERVE_CASH_OUTS_IF_UNCHANGED = `WITH ${CASH_OUT_ITEMS},
      unchanged AS MATERIALIZED (
        SELECT c.account_id FROM checked c
          CROSS JOIN LATERAL (SELECT (SELECT l.balance FROM locked l WHERE l.account_id = c.account_id AND l.book = 'available') AS available) b
-        WHERE CASE WHEN c.exact THEN b.available = c.available ELSE b.available >= c.debit END
+        WHERE c.account_id IN (SELECT account_id FROM whole)
+          AND CASE WHEN c.exact THEN b.available = c.available ELSE b.available >= c.debit END
           AND NOT EXISTS (
             SELECT 1 FROM windows w
              CROSS JOIN LATERAL (SELECT COALESCE((SELECT u.amount FROM used u WHERE u.account_id = c.account_id AND u.window_kind = w.kind), 0) AS sent) n
@@ -516,8 +544,13 @@ const RESERVE_CASH_OUTS_IF_UNCHANGED = `WITH ${CASH_OUT_ITEMS},
           AND statement_assert((SELECT count(*) FROM records) = (SELECT count(*) FROM ok), 'cash-out reserve: records missing') AS ok)
      -- The accounts that stood go once, on the first row (each row parsed them again in the driver).
      SELECT r.*, i.n, CASE WHEN i.n IS NOT DISTINCT FROM (SELECT min(n) FROM ok) THEN (SELECT array_agg(account_id) FROM unchanged) END AS unchanged,
+            CASE WHEN i.n IS NOT DISTINCT FROM (SELECT min(n) FROM ok)
+                 THEN (SELECT array_agg(account_id) FROM checked WHERE account_id NOT IN (SELECT account_id FROM whole)) END AS busy,
             (SELECT ok FROM checks) AS asserted
        FROM (SELECT 1) one LEFT JOIN (records r JOIN ok i ON i.id = r.id) ON true ORDER BY i.n`;
+}
+const RESERVE_CASH_OUTS_IF_UNCHANGED = reserveCashOutsSql(false);
+const RESERVE_FREE_CASH_OUTS_IF_UNCHANGED = reserveCashOutsSql(true);
 
 /**
  * Step 1 of a batch of cash-outs whose checks ran on a read without locks (`readForCashOuts`) —
@@ -546,22 +579,29 @@ const RESERVE_CASH_OUTS_IF_UNCHANGED = `WITH ${CASH_OUT_ITEMS},
  * decided again under the locks (issue 24). The statement's own invariants (entries, bound keys,
  * records) are asserted inside it (`statement_assert`), and the usage it writes is checked against
  * the account's limits by the database (migration 0700), so it commits all of them or nothing.
+ *
+ * `skipLocked`: the books are locked only where free now (SKIP LOCKED); an account with a book held
+ * by another transaction is not written and comes back in `busy` (the caller runs its items apart,
+ * waiting for its books), so one account held elsewhere never holds up the others.
  */
 export async function reserveCashOutsIfUnchanged(
   sql: Sql,
   items: readonly NewCashOut[],
   windows: readonly UsageWindow[],
   checked: readonly CheckedAccount[],
-): Promise<{ rows: OwnedTransaction[]; unchanged: Set<number> }> {
-  const rows = await sql.query<WrittenRow & { unchanged: number[] | null; asserted: boolean }>(RESERVE_CASH_OUTS_IF_UNCHANGED, [
+  options: { skipLocked?: boolean } = {},
+): Promise<{ rows: OwnedTransaction[]; unchanged: Set<number>; busy: Set<number> }> {
+  const text = options.skipLocked ? RESERVE_FREE_CASH_OUTS_IF_UNCHANGED : RESERVE_CASH_OUTS_IF_UNCHANGED;
+  const rows = await sql.query<WrittenRow & { unchanged: number[] | null; busy: number[] | null; asserted: boolean }>(text, [
     cashOutItemsJson(items),
     cashOutWindowsJson(windows),
     JSON.stringify(checked),
   ]);
   const unchanged = new Set((rows[0]?.unchanged ?? []).map(Number));
+  const busy = new Set((rows[0]?.busy ?? []).map(Number));
   // One row even when nothing was written (the LEFT JOIN): those carry no record.
-  const written = rows.filter((r) => r.id !== null).map(({ unchanged: _u, asserted: _a, ...row }) => row);
-  return { unchanged, rows: ownedRows(items, written) };
+  const written = rows.filter((r) => r.id !== null).map(({ unchanged: _u, busy: _b, asserted: _a, ...row }) => row);
+  return { unchanged, busy, rows: ownedRows(items, written) };
 }
 
 /** Step 3 of one cash-out the rail took (see `markSentWithEvents`). */
