@@ -186,8 +186,10 @@ async function reserveInBatch(ctx: AppContext, request: ReserveRequest): Promise
 }
 
 /**
- * How a batch takes its accounts' books: `skip` — only those free now (SKIP LOCKED), the items of
- * an account held elsewhere (a long MED transaction, another process's batch) going to its
+ * How a batch takes its accounts' books: `skip` — never waiting long for one account: the
+ * one-statement writes wait at most RESERVE_LOCK_WAIT_MS (a batch of another process holds them a
+ * few milliseconds) and then take only those free (SKIP LOCKED), the transaction under the locks
+ * takes only those free; the items of an account held elsewhere (a long MED transaction) go to its
  * WaitLane, so that one busy account never holds up the others' cash-outs; `wait` — waiting for
  * them, up to the lock timeout (a WaitLane's batch: one account).
  */
@@ -402,7 +404,7 @@ async function reserveAssumed(
       accepted.map((a) => a.record),
       windows,
       checked,
-      { skipLocked: mode === 'skip' },
+      { brief: mode === 'skip' },
     );
   } catch (err) {
     // As in runBatch: refused by the database, it wrote nothing; the read decides again.
@@ -452,7 +454,7 @@ async function reserveUnlocked(
       accepted.map((a) => a.record),
       windows,
       checked,
-      { skipLocked: mode === 'skip' },
+      { brief: mode === 'skip' },
     );
   }
   for (const id of written.busy) busy.add(id);

@@ -1,4 +1,4 @@
-import { wakeLocal, type Sql } from '../db/db.js';
+import { LOCK_NOT_AVAILABLE, sqlState, wakeLocal, type Sql } from '../db/db.js';
 import type { AccountRow } from '../merchants/repository.js';
 import type { TransactionRow } from '../transactions/repository.js';
 
@@ -481,18 +481,38 @@ export type CashOutAccountConfig = Pick<
   'merchant_id' | 'cash_out_fee_cents' | 'cash_out_max_amount_cents' | 'cash_out_daily_limit_cents' | 'cash_out_nighttime_limit_cents' | 'holder_name' | 'holder_document'
 >;
 
-function reserveCashOutsSql(skipLocked: boolean): string {
+/**
+ * How long the reserve statement waits for books another transaction holds before it gives up
+ * (`brief`): a batch holds them for the few milliseconds of its statement, so under contention
+ * (another process's batch, a settlement) the wait is short and the statement goes through; past
+ * this, the books are held by something long (a MED transaction) and the statement runs again with
+ * SKIP LOCKED to find which account it was.
+ */
+export const RESERVE_LOCK_WAIT_MS = 100;
+
+/**
+ * The reserve statement, taking the books `wait`ing for them (up to lock_timeout), waiting
+ * `brief`ly (RESERVE_LOCK_WAIT_MS, for this statement only: set_config(…, true) in an autocommit
+ * statement lasts until its commit), or `skip`ping those held elsewhere (SKIP LOCKED).
+ */
+function reserveCashOutsSql(lock: 'wait' | 'brief' | 'skip'): string {
   return `WITH ${CASH_OUT_ITEMS},
      ${CASH_OUT_WINDOWS},
      checked AS MATERIALIZED (
        SELECT * FROM jsonb_to_recordset($3::jsonb) AS c(account_id bigint, exact boolean, available bigint, usage jsonb, debit bigint, caps jsonb, config jsonb)),
-     locked AS MATERIALIZED (
+     ${lock === 'brief' ? `lock_wait AS MATERIALIZED (SELECT set_config('lock_timeout', '${RESERVE_LOCK_WAIT_MS}ms', true) AS t),
+     ` : ''}locked AS MATERIALIZED (
        SELECT id, account_id, book, balance, xmin::text AS version FROM ledger_accounts
-        WHERE account_id IN (SELECT account_id FROM checked) ORDER BY id FOR UPDATE${skipLocked ? ' SKIP LOCKED' : ''}),
+        WHERE account_id IN (SELECT account_id FROM checked)${lock === 'brief' ? ' AND (SELECT t FROM lock_wait) IS NOT NULL' : ''}
+        ORDER BY id FOR UPDATE${lock === 'skip' ? ' SKIP LOCKED' : ''}),
      -- The accounts whose books are all locked (with SKIP LOCKED, the others are busy elsewhere).
-     whole AS MATERIALIZED (
+     whole AS MATERIALIZED (${
+       lock === 'skip'
+         ? `
        SELECT c.account_id FROM checked c
-        WHERE (SELECT count(*) FROM locked l WHERE l.account_id = c.account_id) = (SELECT count(*) FROM ledger_accounts s WHERE s.account_id = c.account_id)),
+        WHERE (SELECT count(*) FROM locked l WHERE l.account_id = c.account_id) = (SELECT count(*) FROM ledger_accounts s WHERE s.account_id = c.account_id)`
+         : 'SELECT account_id FROM checked'
+     }),
      used AS MATERIALIZED (
        SELECT u.account_id, u.window_kind, u.amount FROM cash_out_usage u
         WHERE u.account_id IN (SELECT account_id FROM whole)
@@ -549,8 +569,9 @@ function reserveCashOutsSql(skipLocked: boolean): string {
             (SELECT ok FROM checks) AS asserted
        FROM (SELECT 1) one LEFT JOIN (records r JOIN ok i ON i.id = r.id) ON true ORDER BY i.n`;
 }
-const RESERVE_CASH_OUTS_IF_UNCHANGED = reserveCashOutsSql(false);
-const RESERVE_FREE_CASH_OUTS_IF_UNCHANGED = reserveCashOutsSql(true);
+const RESERVE_CASH_OUTS_IF_UNCHANGED = reserveCashOutsSql('wait');
+const RESERVE_CASH_OUTS_IF_UNCHANGED_BRIEFLY = reserveCashOutsSql('brief');
+const RESERVE_FREE_CASH_OUTS_IF_UNCHANGED = reserveCashOutsSql('skip');
 
 /**
  * Step 1 of a batch of cash-outs whose checks ran on a read without locks (`readForCashOuts`) —
@@ -580,23 +601,31 @@ const RESERVE_FREE_CASH_OUTS_IF_UNCHANGED = reserveCashOutsSql(true);
  * records) are asserted inside it (`statement_assert`), and the usage it writes is checked against
  * the account's limits by the database (migration 0700), so it commits all of them or nothing.
  *
- * `skipLocked`: the books are locked only where free now (SKIP LOCKED); an account with a book held
- * by another transaction is not written and comes back in `busy` (the caller runs its items apart,
- * waiting for its books), so one account held elsewhere never holds up the others.
+ * `brief`: the statement waits for books held elsewhere at most RESERVE_LOCK_WAIT_MS; past it, it
+ * runs again taking only the books free now (SKIP LOCKED): an account with a book held by another
+ * transaction is not written and comes back in `busy` (the caller runs its items apart, waiting for
+ * its books), so one account held long elsewhere never holds up the others.
  */
 export async function reserveCashOutsIfUnchanged(
   sql: Sql,
   items: readonly NewCashOut[],
   windows: readonly UsageWindow[],
   checked: readonly CheckedAccount[],
-  options: { skipLocked?: boolean } = {},
+  options: { brief?: boolean } = {},
 ): Promise<{ rows: OwnedTransaction[]; unchanged: Set<number>; busy: Set<number> }> {
-  const text = options.skipLocked ? RESERVE_FREE_CASH_OUTS_IF_UNCHANGED : RESERVE_CASH_OUTS_IF_UNCHANGED;
-  const rows = await sql.query<WrittenRow & { unchanged: number[] | null; busy: number[] | null; asserted: boolean }>(text, [
-    cashOutItemsJson(items),
-    cashOutWindowsJson(windows),
-    JSON.stringify(checked),
-  ]);
+  const params = [cashOutItemsJson(items), cashOutWindowsJson(windows), JSON.stringify(checked)];
+  type Row = WrittenRow & { unchanged: number[] | null; busy: number[] | null; asserted: boolean };
+  let rows: Row[];
+  if (!options.brief) rows = await sql.query<Row>(RESERVE_CASH_OUTS_IF_UNCHANGED, params);
+  else {
+    try {
+      rows = await sql.query<Row>(RESERVE_CASH_OUTS_IF_UNCHANGED_BRIEFLY, params);
+    } catch (err) {
+      // Raised while waiting: nothing was written.
+      if (sqlState(err) !== LOCK_NOT_AVAILABLE) throw err;
+      rows = await sql.query<Row>(RESERVE_FREE_CASH_OUTS_IF_UNCHANGED, params);
+    }
+  }
   const unchanged = new Set((rows[0]?.unchanged ?? []).map(Number));
   const busy = new Set((rows[0]?.busy ?? []).map(Number));
   // One row even when nothing was written (the LEFT JOIN): those carry no record.
