@@ -27,7 +27,9 @@ import type { OwnedTransaction, UsageWindow } from './repository.js';
  *               writes if the account's figures and configuration let it through (for an account
  *               this process has read before), else a read and one statement that writes if the
  *               account did not change meanwhile (else under the account lock), shared by the
- *               concurrent cash-outs of this process (a batch: reserveInBatch)
+ *               concurrent cash-outs of this process (a batch: reserveInBatch); an account whose
+ *               books are held elsewhere waits apart (WaitLanes) and one item the database refuses
+ *               fails alone (reserveIsolated)
  *   2 send      rail.sendPayment (idempotent on the end-to-end id)
  *   3 record    the rail's answer: accepted (stage 2, pix.payout.processing, HTTP 200) or queued
  *               (stage 2, pix.payout.queued, HTTP 202), with the idempotency answer; or timeout
