@@ -227,7 +227,38 @@ export function constraintName(err: unknown): string | undefined {
   return undefined;
 }
 
+/**
+ * Whether a statement's error proves that nothing of it was written: PostgreSQL raised it while
+ * running the statement, before any commit — so the statement's writes (and, outside a
+ * transaction, its implicit transaction) were rolled back and it may be decided and written again.
+ * Having a SQLSTATE is not enough: 57P01/57P02 (the server shutting down), 08xxx (the connection),
+ * XX000 (internal) and others can be reported after an autocommit statement committed. An
+ * explicit allow-list:
+ *   21, 22, 23   cardinality, data and integrity violations (deferred constraints included: they
+ *                fail the COMMIT, which then rolls back)
+ *   42           syntax or access: never ran
+ *   P0           raised by a PL/pgSQL function of the statement (statement_assert, the triggers)
+ *   40001, 40P01 serialization failure, deadlock: the transaction was rolled back
+ *   55P03        lock_timeout (or NOWAIT): raised while waiting, before writing
+ *   57014        query_canceled (statement_timeout): only `inTransaction` — inside an explicit
+ *                transaction nothing commits before COMMIT; an autocommit statement may be
+ *                cancelled while its commit completes
+ * Anything else — no SQLSTATE, or one not listed — may follow a commit: the caller must not write
+ * again as if nothing happened.
+ */
+export function provesRollback(err: unknown, inTransaction: boolean): boolean {
+  const state = sqlState(err);
+  if (state === undefined) return false;
+  if (ROLLBACK_CLASSES.has(state.slice(0, 2)) || ROLLBACK_STATES.has(state)) return true;
+  return inTransaction && state === QUERY_CANCELED;
+}
+
+const ROLLBACK_CLASSES = new Set(['21', '22', '23', '42', 'P0']);
+const ROLLBACK_STATES = new Set(['40001', '40P01', '55P03']);
+const QUERY_CANCELED = '57014';
+
 export const UNIQUE_VIOLATION = '23505';
+export const LOCK_NOT_AVAILABLE = '55P03';
 export const CHECK_VIOLATION = '23514';
 export const RETRYABLE_STATES = new Set(['40001', '40P01']);
 

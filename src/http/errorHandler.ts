@@ -3,8 +3,9 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { CHECK_VIOLATION, constraintName, sqlState } from '../db/db.js';
 import { BOUND_CONSTRAINTS } from '../ledger/ledger.js';
+import { OverloadedError } from '../lib/batcher.js';
 import { AmountTooLargeError } from '../lib/money.js';
-import { badRequest, businessError, HttpError, internalError } from './errors.js';
+import { badRequest, businessError, HttpError, internalError, workedFalse } from './errors.js';
 
 /**
  * The one place error answers are written. HttpErrors carry their exact body; framework errors
@@ -20,6 +21,13 @@ export function errorHandler(error: FastifyError | HttpError | Error, request: F
 
 export function toHttpError(error: unknown, request: FastifyRequest): HttpError {
   if (error instanceof HttpError) return error;
+  if (error instanceof OverloadedError) {
+    // A bounded queue was full: nothing was started; the client may send the same request again
+    // (the spec's 503 body: worked false and a detail, as when replay protection is unavailable).
+    return workedFalse(503, 'The server is busy; the request was not executed. Retry after the time in Retry-After', {
+      'retry-after': String(error.retryAfterSeconds),
+    });
+  }
   // Amounts and balances past the bounds of src/lib/money.ts (checked addition or a database
   // CHECK): a clear 422 in the business shape, never a 500.
   if (error instanceof AmountTooLargeError) return businessError(422, 'amount_too_large', error.message);

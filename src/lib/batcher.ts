@@ -10,6 +10,23 @@
  */
 export type BatchOutcome<O> = { ok: true; value: O } | { ok: false; error: unknown };
 
+/**
+ * A bounded queue refused an item: the work is not done (nothing was started), and the caller may
+ * try again after `retryAfterSeconds`. The HTTP edge answers it 503 with Retry-After.
+ */
+export class OverloadedError extends Error {
+  constructor(
+    message: string,
+    readonly retryAfterSeconds = 1,
+  ) {
+    super(message);
+    this.name = 'OverloadedError';
+  }
+}
+
+/** Items a Batcher holds waiting at most, by default, per item of its `maxBatch`. */
+export const DEFAULT_QUEUE_BATCHES = 64;
+
 export interface BatcherOptions<I, O> {
   run: (items: I[]) => Promise<BatchOutcome<O>[]>;
   /** Most items one `run` takes. */
@@ -25,6 +42,14 @@ export interface BatcherOptions<I, O> {
    * batches.
    */
   lingerMs?: number;
+  /**
+   * Most items waiting for a batch (not counting those of running batches; default
+   * DEFAULT_QUEUE_BATCHES × maxBatch): past it, `submit` fails at once with an OverloadedError
+   * instead of queueing without limit.
+   */
+  maxQueued?: number;
+  /** What the OverloadedError says is full (default "the batch queue"). */
+  name?: string;
 }
 
 /**
@@ -45,12 +70,17 @@ export class Batcher<I, O> {
   private scheduled = false;
   private inFlight = 0;
   private readonly maxInFlight: number;
+  private readonly maxQueued: number;
 
   constructor(private readonly options: BatcherOptions<I, O>) {
     this.maxInFlight = options.maxInFlight ?? 1;
+    this.maxQueued = options.maxQueued ?? DEFAULT_QUEUE_BATCHES * options.maxBatch;
   }
 
   submit(item: I): Promise<O> {
+    if (this.queue.length >= this.maxQueued) {
+      return Promise.reject(new OverloadedError(`${this.options.name ?? 'the batch queue'} is full (${this.maxQueued} waiting); retry shortly`));
+    }
     return new Promise<O>((resolve, reject) => {
       this.queue.push({ item, resolve, reject, queuedAt: this.options.observe ? performance.now() : 0 });
       this.schedule();

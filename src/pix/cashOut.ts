@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../context.js';
-import { sqlState, type Sql } from '../db/db.js';
+import { LOCK_NOT_AVAILABLE, provesRollback, sqlState, UNIQUE_VIOLATION, type Sql } from '../db/db.js';
 import { outboxBody } from '../events/outbox.js';
 import { IdempotencyLostError, type IdempotencyBinding } from '../external/idempotency.js';
-import { Batcher, batcherPer, onePer, type BatchOutcome } from '../lib/batcher.js';
+import { Batcher, batcherPer, onePer, OverloadedError, type BatchOutcome } from '../lib/batcher.js';
 import { lockAccount, toBalances } from '../ledger/ledger.js';
 import { newEndToEndId, newTransactionId, TX_PREFIX } from '../lib/ids.js';
 import { addMoney, centsToBaseUnits } from '../lib/money.js';
@@ -27,7 +27,9 @@ import type { OwnedTransaction, UsageWindow } from './repository.js';
  *               writes if the account's figures and configuration let it through (for an account
  *               this process has read before), else a read and one statement that writes if the
  *               account did not change meanwhile (else under the account lock), shared by the
- *               concurrent cash-outs of this process (a batch: reserveInBatch)
+ *               concurrent cash-outs of this process (a batch: reserveInBatch); an account whose
+ *               books are held elsewhere waits apart (WaitLanes) and one item the database refuses
+ *               fails alone (reserveIsolated)
  *   2 send      rail.sendPayment (idempotent on the end-to-end id)
  *   3 record    the rail's answer: accepted (stage 2, pix.payout.processing, HTTP 200) or queued
  *               (stage 2, pix.payout.queued, HTTP 202), with the idempotency answer; or timeout
@@ -145,7 +147,21 @@ interface ReserveRequest {
   destination: DirectoryEntry;
 }
 
-type Reserved = { row: OwnedTransaction } | { existingId: string } | { sameAs: OwnedTransaction };
+type Settled = { row: OwnedTransaction } | { existingId: string } | { sameAs: OwnedTransaction };
+/** A batch's answer for an item: settled, or `later` when its account's books were busy (WaitLanes). */
+type Reserved = Settled | { later: Promise<Settled> };
+
+/**
+ * Most cash-outs waiting for a reserve batch in this process (`BatcherOptions.maxQueued`), and as
+ * many for their step 3: past it a request is answered 503 with Retry-After at once.
+ */
+export const CASH_OUT_QUEUE_MAX = 16 * CASH_OUT_BATCH_MAX;
+/** Accounts whose books were busy that may have cash-outs waiting for them at once (WaitLanes). */
+export const WAIT_LANES_MAX = 64;
+/** Of those, how many wait for their books at once (each holds a database connection meanwhile). */
+export const WAIT_LANES_RUNNING = 4;
+/** Cash-outs that may wait behind one account's busy books (besides those already waiting). */
+export const WAIT_LANE_MAX = CASH_OUT_BATCH_MAX;
 
 /**
  * Step 1 of a cash-out, coalesced with the concurrent cash-outs of this process, of any account
@@ -159,14 +175,108 @@ const reserver = batcherPer((ctx: AppContext) =>
   new Batcher<ReserveRequest, Reserved>({
     maxBatch: CASH_OUT_BATCH_MAX,
     lingerMs: CASH_OUT_BATCH_LINGER_MS,
-    run: (items) => runBatch(ctx, items),
+    maxQueued: CASH_OUT_QUEUE_MAX,
+    name: 'the cash-out queue',
+    run: (items) => runBatch(ctx, items, 'skip'),
     observe: ctx.metrics.batchObserver('cash_out_reserve'),
   }),
 );
 
-function reserveInBatch(ctx: AppContext, request: ReserveRequest): Promise<Reserved> {
-  return reserver(ctx).submit(request);
+async function reserveInBatch(ctx: AppContext, request: ReserveRequest): Promise<Settled> {
+  const reserved = await reserver(ctx).submit(request);
+  return 'later' in reserved ? reserved.later : reserved;
 }
+
+/**
+ * How a batch takes its accounts' books: `skip` — never waiting long for one account: the
+ * one-statement writes wait at most RESERVE_LOCK_WAIT_MS (a batch of another process holds them a
+ * few milliseconds) and then take only those free (SKIP LOCKED), the transaction under the locks
+ * takes only those free; the items of an account held elsewhere (a long MED transaction) go to its
+ * WaitLane, so that one busy account never holds up the others' cash-outs; `wait` — waiting for
+ * them, up to the lock timeout (a WaitLane's batch: one account).
+ */
+type LockMode = 'skip' | 'wait';
+
+/** The answer to a cash-out whose account's books stayed busy past the lock timeout, or whose wait queue is full. */
+const booksBusy = () => new OverloadedError("the account's balance is held by another operation; retry shortly", 1);
+
+interface LaneItem {
+  item: ReserveRequest;
+  resolve: (value: Settled) => void;
+  reject: (err: unknown) => void;
+}
+
+/**
+ * The cash-outs of accounts whose books a batch found held elsewhere, one lane per account: the
+ * lane runs them in batches of their own that wait for the books (`runBatch` in `wait` mode), in
+ * arrival order; while it has items, the account's new cash-outs queue behind them (so an
+ * account's cash-outs are still decided in arrival order). Bounded: WAIT_LANES_MAX lanes,
+ * WAIT_LANE_MAX items waiting in each and WAIT_LANES_RUNNING waiting for their books at once;
+ * past a bound the request is answered 503 with Retry-After (OverloadedError).
+ */
+class WaitLanes {
+  private readonly lanes = new Map<number, LaneItem[]>();
+  private readonly ready: number[] = [];
+  private running = 0;
+
+  constructor(private readonly ctx: AppContext) {}
+
+  has(accountId: number): boolean {
+    return this.lanes.has(accountId);
+  }
+
+  enqueue(item: ReserveRequest): BatchOutcome<Reserved> {
+    const id = item.caller.accountId;
+    let lane = this.lanes.get(id);
+    if (!lane) {
+      if (this.lanes.size >= WAIT_LANES_MAX) return { ok: false, error: booksBusy() };
+      this.lanes.set(id, (lane = []));
+      this.ready.push(id);
+    }
+    if (lane.length >= WAIT_LANE_MAX) return { ok: false, error: booksBusy() };
+    const queue = lane;
+    const later = new Promise<Settled>((resolve, reject) => queue.push({ item, resolve, reject }));
+    later.catch(() => {}); // awaited by its request (reserveInBatch); never unhandled meanwhile
+    this.pump();
+    return { ok: true, value: { later } };
+  }
+
+  private pump(): void {
+    while (this.running < WAIT_LANES_RUNNING && this.ready.length > 0) {
+      const id = this.ready.shift()!;
+      this.running++;
+      void this.drain(id).finally(() => {
+        this.running--;
+        this.pump();
+      });
+    }
+  }
+
+  private async drain(accountId: number): Promise<void> {
+    const lane = this.lanes.get(accountId)!;
+    try {
+      while (lane.length > 0) {
+        const batch = lane.splice(0, CASH_OUT_BATCH_MAX);
+        let outcomes: BatchOutcome<Reserved>[];
+        try {
+          outcomes = await runBatch(this.ctx, batch.map((w) => w.item), 'wait');
+        } catch (err) {
+          outcomes = batch.map(() => ({ ok: false, error: err }));
+        }
+        batch.forEach((w, i) => {
+          const o = outcomes[i]!;
+          if (!o.ok) w.reject(o.error);
+          else if ('later' in o.value) w.reject(new Error('a waiting cash-out was deferred again'));
+          else w.resolve(o.value);
+        });
+      }
+    } finally {
+      this.lanes.delete(accountId);
+    }
+  }
+}
+
+const waitLanes = onePer((ctx: AppContext) => new WaitLanes(ctx));
 
 class LostClaims extends Error {
   constructor(readonly items: ReadonlySet<ReserveRequest>) {
@@ -181,33 +291,44 @@ class LostClaims extends Error {
  * (`reserveUnlocked`: one read, the checks, one statement that writes what the checks accepted
  * where nothing changed meanwhile — two round trips, the books locked only while the writing
  * statement runs); the items of the accounts that changed meanwhile (or all, if that statement
- * failed in the database) are then checked again and written under the locks (`reserveLocked`).
+ * failed in the database) are then checked again and written under the locks (`reserveIsolated`:
+ * one transaction, and if the database refuses it, one per account, then per item — one item's
+ * refusal never fails the others).
+ *
+ * In `skip` mode the books of an account held elsewhere are not waited for: its items go to its
+ * WaitLane (`later`), and so do the items of an account that already has one.
  */
-async function runBatch(ctx: AppContext, batch: ReserveRequest[]): Promise<BatchOutcome<Reserved>[]> {
+async function runBatch(ctx: AppContext, batch: ReserveRequest[], mode: LockMode): Promise<BatchOutcome<Reserved>[]> {
   const done = new Map<ReserveRequest, BatchOutcome<Reserved>>();
-  const unread = await reserveAssumed(ctx, batch, done);
+  const lanes = waitLanes(ctx);
+  const items = mode === 'skip' ? batch.filter((item) => !lanes.has(item.caller.accountId)) : batch;
+  const busy = new Set<number>();
+  const free = (list: ReserveRequest[]) => (busy.size === 0 ? list : list.filter((item) => !busy.has(item.caller.accountId)));
+  const unread = free(await reserveAssumed(ctx, items, done, mode, busy));
   let again: ReserveRequest[] = [];
   if (unread.length > 0) {
     try {
-      const unlocked = await reserveUnlocked(ctx, unread);
+      const unlocked = await reserveUnlocked(ctx, unread, mode, busy);
       for (const [item, outcome] of unlocked.done) done.set(item, outcome);
       again = unlocked.again;
     } catch (err) {
       // The database refused the statement (an external_id taken meanwhile, a deadlock, a broken
-      // invariant): it wrote nothing. Anything else (the connection lost: it may have committed)
-      // fails the batch, as a failed COMMIT would.
-      if (sqlState(err) === undefined) throw err;
+      // invariant): it wrote nothing. Anything else (the connection lost, the server shutting
+      // down: it may have committed) fails the batch, as a failed COMMIT would.
+      if (!provesRollback(err, false)) throw err;
       ctx.log.debug({ err }, 'cash-out batch written under the locks instead');
+      if (sqlState(err) === LOCK_NOT_AVAILABLE) for (const item of unread) busy.add(item.caller.accountId);
       again = unread;
     }
   }
+  again = free(again);
   if (again.length > 0) {
     const started = performance.now();
-    const outcome = await reserveLocked(ctx, again);
+    for (const [item, outcome] of await reserveIsolated(ctx, again, mode, busy)) done.set(item, outcome);
     lockedObserver(ctx)({ items: again.length, waitedMs: 0, ranMs: performance.now() - started });
-    for (const [i, item] of again.entries()) done.set(item, outcome[i]!);
   }
-  return batch.map((item) => done.get(item)!);
+  // What is left: the items of accounts whose books were busy (or that have a lane already).
+  return batch.map((item) => done.get(item) ?? (mode === 'skip' ? lanes.enqueue(item) : { ok: false, error: booksBusy() }));
 }
 
 /** The batches (or parts of batches) checked again under the locks (`pixgate_batch_*{batcher="cash_out_reserve_locked"}`). */
@@ -251,7 +372,13 @@ function remember(ctx: AppContext, accounts: ReadonlyMap<number, repo.CashOutLoc
  * accounts with a refusal, a repeat or a key that binds with a statement of its own, and of accounts
  * whose figures or configuration said no. So a refusal is always made on a read, with its figures.
  */
-async function reserveAssumed(ctx: AppContext, items: ReserveRequest[], done: Map<ReserveRequest, BatchOutcome<Reserved>>): Promise<ReserveRequest[]> {
+async function reserveAssumed(
+  ctx: AppContext,
+  items: ReserveRequest[],
+  done: Map<ReserveRequest, BatchOutcome<Reserved>>,
+  mode: LockMode,
+  busy: Set<number>,
+): Promise<ReserveRequest[]> {
   const known = knownAccounts(ctx);
   // Whole accounts only, so that the items of one account are still decided in arrival order: an
   // account with a key that binds with a statement of its own goes the transactional way.
@@ -272,20 +399,23 @@ async function reserveAssumed(ctx: AppContext, items: ReserveRequest[], done: Ma
   if (accepted.length === 0) return items;
   const going = [...new Set(accepted.map((a) => a.item.caller.accountId))];
   const checked = going.map((id) => ({ ...checkedAccount(states.get(id)!, false, decided, windows), config: known.get(id)! }));
-  let written: { rows: OwnedTransaction[]; unchanged: Set<number> };
+  let written: { rows: OwnedTransaction[]; unchanged: Set<number>; busy: Set<number> };
   try {
     written = await repo.reserveCashOutsIfUnchanged(
       ctx.db,
       accepted.map((a) => a.record),
       windows,
       checked,
+      { brief: mode === 'skip' },
     );
   } catch (err) {
     // As in runBatch: refused by the database, it wrote nothing; the read decides again.
-    if (sqlState(err) === undefined) throw err;
+    if (!provesRollback(err, false)) throw err;
     ctx.log.debug({ err }, 'cash-out batch decided on a read instead');
+    if (sqlState(err) === LOCK_NOT_AVAILABLE) for (const id of going) busy.add(id);
     return items;
   }
+  for (const id of written.busy) busy.add(id);
   const rows = decided.rowsOf(written.rows);
   const position = new Map(mine.map((item, i) => [item, i]));
   const rest: ReserveRequest[] = [];
@@ -298,7 +428,12 @@ async function reserveAssumed(ctx: AppContext, items: ReserveRequest[], done: Ma
   return rest;
 }
 
-async function reserveUnlocked(ctx: AppContext, items: ReserveRequest[]): Promise<{ done: Map<ReserveRequest, BatchOutcome<Reserved>>; again: ReserveRequest[] }> {
+async function reserveUnlocked(
+  ctx: AppContext,
+  items: ReserveRequest[],
+  mode: LockMode,
+  busy: Set<number>,
+): Promise<{ done: Map<ReserveRequest, BatchOutcome<Reserved>>; again: ReserveRequest[] }> {
   const now = ctx.clock.now();
   const windows = limitWindows(now);
   const [accountIds, externalIds] = batchScope(items);
@@ -312,7 +447,7 @@ async function reserveUnlocked(ctx: AppContext, items: ReserveRequest[]): Promis
   for (const { item } of decided.accepted) (item.key.claim === undefined ? locked : toWrite).add(item.caller.accountId);
   for (const id of locked) toWrite.delete(id);
   const accepted = decided.accepted.filter((a) => toWrite.has(a.item.caller.accountId));
-  let written = { rows: [] as OwnedTransaction[], unchanged: new Set<number>() };
+  let written = { rows: [] as OwnedTransaction[], unchanged: new Set<number>(), busy: new Set<number>() };
   if (accepted.length > 0) {
     const refusing = new Set(items.filter((item, i) => decided.refused(i)).map((item) => item.caller.accountId));
     const checked = [...toWrite].map((id) => checkedAccount(read.accounts.get(id)!, refusing.has(id), decided, windows));
@@ -321,8 +456,10 @@ async function reserveUnlocked(ctx: AppContext, items: ReserveRequest[]): Promis
       accepted.map((a) => a.record),
       windows,
       checked,
+      { brief: mode === 'skip' },
     );
   }
+  for (const id of written.busy) busy.add(id);
   const rows = decided.rowsOf(written.rows);
   const done = new Map<ReserveRequest, BatchOutcome<Reserved>>();
   const again: ReserveRequest[] = [];
@@ -349,14 +486,54 @@ function checkedAccount(state: repo.CashOutLockState, refused: boolean, decided:
   return { account_id: id, exact: false, debit, caps: Object.fromEntries(windows.map((w) => [w.kind, limit(w.kind) - amount])) };
 }
 
-/** Runs a batch under the locks: an outcome for every item (a transaction that fails fails them all). */
-async function reserveLocked(ctx: AppContext, batch: ReserveRequest[]): Promise<BatchOutcome<Reserved>[]> {
+/**
+ * Runs items under the locks (`reserveLocked`), isolating what the database refuses: if the
+ * transaction fails with an error that proves it wrote nothing (`provesRollback`), the items run
+ * again in one transaction per account, then (one account) per item, so the item at fault gets its
+ * own answer and the others are written. A lock timeout is not split (each part would wait again):
+ * its accounts are busy. An item refused alone: its external_id taken by a writer that does not
+ * lock the books (a charge) is answered as a repeat of that record (409 for another command);
+ * any other refusal is its own error.
+ */
+async function reserveIsolated(ctx: AppContext, items: ReserveRequest[], mode: LockMode, busy: Set<number>): Promise<Map<ReserveRequest, BatchOutcome<Reserved>>> {
+  try {
+    return await reserveLocked(ctx, items, mode, busy);
+  } catch (err) {
+    if (!provesRollback(err, true)) throw err;
+    if (sqlState(err) === LOCK_NOT_AVAILABLE) {
+      for (const item of items) busy.add(item.caller.accountId);
+      return new Map();
+    }
+    if (items.length === 1) return new Map([[items[0]!, await refusedAlone(ctx, items[0]!, err)]]);
+    ctx.log.warn({ err, items: items.length }, 'cash-out batch refused by the database; its items run apart');
+    const accounts = [...new Set(items.map((item) => item.caller.accountId))];
+    const parts = accounts.length > 1 ? accounts.map((id) => items.filter((item) => item.caller.accountId === id)) : items.map((item) => [item]);
+    const outcomes = new Map<ReserveRequest, BatchOutcome<Reserved>>();
+    for (const part of parts) for (const [item, outcome] of await reserveIsolated(ctx, part, mode, busy)) outcomes.set(item, outcome);
+    return outcomes;
+  }
+}
+
+async function refusedAlone(ctx: AppContext, item: ReserveRequest, err: unknown): Promise<BatchOutcome<Reserved>> {
+  if (sqlState(err) === UNIQUE_VIOLATION && item.cmd.externalId !== null) {
+    const existing = await repo.findByExternalId(ctx.db, item.caller.accountId, item.cmd.externalId);
+    if (existing) return { ok: true, value: { sameAs: existing } };
+  }
+  return { ok: false, error: err };
+}
+
+/**
+ * Runs items under the locks: an outcome for every item of an account that was not busy (a
+ * transaction that fails fails them all; `reserveIsolated` splits it).
+ */
+async function reserveLocked(ctx: AppContext, batch: ReserveRequest[], mode: LockMode, busy: Set<number>): Promise<Map<ReserveRequest, BatchOutcome<Reserved>>> {
   const lost = new Set<ReserveRequest>();
   for (;;) {
     const items = batch.filter((i) => !lost.has(i));
-    let outcome: BatchOutcome<Reserved>[] = [];
+    let outcome = new Map<ReserveRequest, BatchOutcome<Reserved>>();
+    let busyHere = new Set<number>();
     try {
-      if (items.length > 0) outcome = await ctx.db.transaction((tx) => reserveBatch(tx, ctx, items));
+      if (items.length > 0) ({ outcome, busy: busyHere } = await ctx.db.transaction((tx) => reserveBatch(tx, ctx, items, mode)));
     } catch (err) {
       // Those requests no longer own their key (a retry took it over): they fail, the others are
       // run again without them.
@@ -364,8 +541,9 @@ async function reserveLocked(ctx: AppContext, batch: ReserveRequest[]): Promise<
       for (const item of err.items) lost.add(item);
       continue;
     }
-    const byItem = new Map(items.map((item, i) => [item, outcome[i]!]));
-    return batch.map((item) => byItem.get(item) ?? { ok: false, error: new IdempotencyLostError('the idempotency claim was lost') });
+    for (const id of busyHere) busy.add(id);
+    for (const item of lost) outcome.set(item, { ok: false, error: new IdempotencyLostError('the idempotency claim was lost') });
+    return outcome;
   }
 }
 
@@ -510,12 +688,23 @@ function decide(ctx: AppContext, items: readonly ReserveRequest[], accounts: Map
  * a stale snapshot), the checks run here (`decide`), one statement writes the accepted ones. A
  * refused item leaves nothing behind and no savepoint is needed.
  */
-async function reserveBatch(tx: Sql, ctx: AppContext, items: readonly ReserveRequest[]): Promise<BatchOutcome<Reserved>[]> {
+async function reserveBatch(
+  tx: Sql,
+  ctx: AppContext,
+  all: readonly ReserveRequest[],
+  mode: LockMode,
+): Promise<{ outcome: Map<ReserveRequest, BatchOutcome<Reserved>>; busy: Set<number> }> {
   const now = ctx.clock.now();
   const windows = limitWindows(now);
-  const [accountIds, externalIds] = batchScope(items);
-  let locked = await repo.lockForCashOuts(tx, accountIds, windows, externalIds);
-  if (locked.stale) locked = await repo.lockForCashOuts(tx, accountIds, windows, externalIds);
+  let [accountIds, externalIds] = batchScope(all);
+  let locked = await (mode === 'skip' ? repo.lockFreeForCashOuts : repo.lockForCashOuts)(tx, accountIds, windows, externalIds);
+  const { busy } = locked;
+  const items = busy.size === 0 ? all : all.filter((item) => !busy.has(item.caller.accountId));
+  if (locked.stale) {
+    // Read again what the locks waited for (the books this transaction holds: nothing is skipped).
+    [accountIds, externalIds] = batchScope(items);
+    if (items.length > 0) locked = await repo.lockForCashOuts(tx, accountIds, windows, externalIds);
+  }
   remember(ctx, locked.accounts);
   const decided = decide(ctx, items, locked.accounts, now, windows);
   const { accepted } = decided;
@@ -532,7 +721,7 @@ async function reserveBatch(tx: Sql, ctx: AppContext, items: readonly ReserveReq
     // A key without its claim in the open (a caller of its own) binds with its own statement.
     for (const [i, a] of accepted.entries()) if (a.item.key.claim === undefined) await a.item.key.bind(tx, rows[i]!.id);
   }
-  return items.map((_, i) => decided.answer(i, rows));
+  return { outcome: new Map(items.map((item, i) => [item, decided.answer(i, rows)])), busy };
 }
 
 /** The receiver of a key, or the cash-out error that forbids paying it. */
@@ -551,14 +740,13 @@ async function resolveDestination(ctx: AppContext, caller: CashOutCaller, key: s
 }
 
 /**
- * Counts `amount` in the account's limit windows and checks the limits (per operation, nighttime,
- * daily) and then the safe balance against amount + fee; throws the cash-out error, which rolls
- * the count back with the transaction. Returns the windows counted in.
+ * Checks the limits (per operation, nighttime, daily) against the account's usage (read under the
+ * account lock the caller holds) and then the safe balance against amount + fee, throwing the
+ * cash-out error; then counts `amount` in the limit windows. Returns the windows counted in.
  */
 async function reserveWithinLimits(tx: Sql, account: merchants.AccountRow, safe: number, amount: number, fee: number, now: Date): Promise<UsageWindow[]> {
   const windows = limitWindows(now);
-  const totals = await repo.addUsage(tx, account.id, windows, amount);
-  const used = new Map([...totals].map(([kind, total]) => [kind, total - amount]));
+  const used = await repo.usageIn(tx, account.id, windows);
   const problem = limitProblem(
     amount,
     {
@@ -574,6 +762,7 @@ async function reserveWithinLimits(tx: Sql, account: merchants.AccountRow, safe:
   if (safe < debit) {
     throw cashOutError('insufficient_balance', { detail: `Available balance ${safe} is below amount plus fee ${debit} (base units)` });
   }
+  await repo.addUsage(tx, account.id, windows, amount);
   return windows;
 }
 
@@ -682,7 +871,15 @@ async function recordSent(ctx: AppContext, row: OwnedTransaction, paymentStatus:
   const prepared = key.prepare!(answer.statusCode, answer.body);
   const event = paymentStatus === 'queued' ? 'pix.payout.queued' : 'pix.payout.processing';
   const payload = paymentStatus === 'queued' ? { ...payoutBody(after), queued_at: now.toISOString() } : payoutBody(after);
-  const moved = await sentMarker(ctx).submit({ row, paymentStatus, now, event: { event, body: outboxBody(event, payload) }, answer: prepared });
+  let moved: { recorded: boolean } | undefined;
+  try {
+    moved = await sentMarker(ctx).submit({ row, paymentStatus, now, event: { event, body: outboxBody(event, payload) }, answer: prepared });
+  } catch (err) {
+    // The rail has the order: a full queue here is no reason to answer 503; the transactional
+    // path records it.
+    if (err instanceof OverloadedError) return undefined;
+    throw err;
+  }
   if (!moved) return undefined;
   if (prepared) {
     // Taken over between the statement's check and its update (the record moved: the new holder
@@ -698,6 +895,8 @@ const sentMarker = batcherPer((ctx: AppContext) =>
   new Batcher<repo.SentMark, { recorded: boolean } | undefined>({
     maxBatch: CASH_OUT_BATCH_MAX,
     maxInFlight: 2,
+    maxQueued: CASH_OUT_QUEUE_MAX,
+    name: 'the cash-out acknowledgement queue',
     run: async (marks) => (await repo.markSentWithEvents(ctx.db, marks)).map((value) => ({ ok: true, value })),
     observe: ctx.metrics.batchObserver('cash_out_sent'),
   }),

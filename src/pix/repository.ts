@@ -1,4 +1,4 @@
-import { wakeLocal, type Sql } from '../db/db.js';
+import { LOCK_NOT_AVAILABLE, sqlState, wakeLocal, type Sql } from '../db/db.js';
 import type { AccountRow } from '../merchants/repository.js';
 import type { TransactionRow } from '../transactions/repository.js';
 
@@ -180,6 +180,23 @@ export async function addUsage(tx: Sql, accountId: number, windows: readonly Usa
   return new Map(rows.map((r) => [r.window_kind, r.amount]));
 }
 
+/**
+ * What the account has sent so far in each window, by window kind (absent: nothing). Under the
+ * account lock, taken by an earlier statement of the transaction, so it reads every committed
+ * change: check the limits on it, then `addUsage` (the database refuses a usage above the limit:
+ * migration 0700).
+ */
+export async function usageIn(tx: Sql, accountId: number, windows: readonly UsageWindow[]): Promise<Map<string, number>> {
+  if (windows.length === 0) return new Map();
+  const rows = await tx.query<{ window_kind: string; amount: number }>(
+    `SELECT u.window_kind, u.amount FROM cash_out_usage u JOIN unnest($2::text[], $3::timestamptz[]) AS w(kind, start)
+        ON u.window_kind = w.kind AND u.window_start = w.start
+      WHERE u.account_id = $1`,
+    [accountId, ...windowParams(windows)],
+  );
+  return new Map(rows.map((r) => [r.window_kind, r.amount]));
+}
+
 /** An account with its holder's name and document (the payer of its cash-outs). */
 export type AccountWithHolder = AccountRow & { holder_name: string; holder_document: string };
 
@@ -211,16 +228,24 @@ export interface CashOutLockState {
   existing: Record<string, string> | null;
 }
 
-/** What step 1 reads of its accounts: the books locked (`lock`) or as of one snapshot. */
-function cashOutStateSql(lock: boolean): string {
+/**
+ * What step 1 reads of its accounts: the books locked (`lock`: waiting for them, or `skip`: only
+ * those free now, SKIP LOCKED) or as of one snapshot.
+ */
+function cashOutStateSql(lock: 'wait' | 'skip' | false): string {
   return `WITH locked AS MATERIALIZED (
        SELECT id, account_id, book, balance, xmin::text AS version FROM ledger_accounts
-        WHERE account_id = ANY($1::bigint[]) ORDER BY id${lock ? ' FOR UPDATE' : ''})${
+        WHERE account_id = ANY($1::bigint[]) ORDER BY id${lock === 'wait' ? ' FOR UPDATE' : lock === 'skip' ? ' FOR UPDATE SKIP LOCKED' : ''})${
           lock ? ',\n     stale AS (SELECT EXISTS (SELECT 1 FROM locked l JOIN ledger_accounts s ON s.id = l.id WHERE s.xmin::text <> l.version) AS stale)' : ''
         }
      SELECT a.id::int AS account_id, a.merchant_id::int AS merchant_id,
             (SELECT json_agg(json_build_object('book', l.book, 'balance', l.balance)) FROM locked l WHERE l.account_id = a.id) AS books,
             ${lock ? '(SELECT stale FROM stale)' : 'false'} AS stale,
+            ${
+              lock === 'skip'
+                ? '(SELECT count(*) FROM locked l WHERE l.account_id = a.id) < (SELECT count(*) FROM ledger_accounts s WHERE s.account_id = a.id)'
+                : 'false'
+            } AS busy,
             a.cash_out_fee_cents, a.cash_out_max_amount_cents, a.cash_out_daily_limit_cents, a.cash_out_nighttime_limit_cents,
             m.name AS holder_name, m.document AS holder_document,
             (SELECT json_object_agg(u.window_kind, u.amount) FROM cash_out_usage u
@@ -233,7 +258,8 @@ function cashOutStateSql(lock: boolean): string {
               WHERE e.account_id = a.id) AS existing
        FROM accounts a JOIN merchants m ON m.id = a.merchant_id WHERE a.id = ANY($1::bigint[])`;
 }
-const LOCK_FOR_CASH_OUTS = cashOutStateSql(true);
+const LOCK_FOR_CASH_OUTS = cashOutStateSql('wait');
+const LOCK_FREE_FOR_CASH_OUTS = cashOutStateSql('skip');
 const READ_FOR_CASH_OUTS = cashOutStateSql(false);
 
 /** The limit windows as the reads of step 1 take them (`$2` kinds, `$3` starts). */
@@ -253,17 +279,21 @@ async function cashOutStates(
   accountIds: readonly number[],
   windows: readonly UsageWindow[],
   externalIds: readonly ExternalIdRef[],
-): Promise<{ stale: boolean; accounts: Map<number, CashOutLockState> }> {
-  const rows = await sql.query<CashOutLockState & { stale: boolean }>(text, [
+): Promise<{ stale: boolean; accounts: Map<number, CashOutLockState>; busy: Set<number> }> {
+  const rows = await sql.query<CashOutLockState & { stale: boolean; busy: boolean }>(text, [
     accountIds,
     ...windowParams(windows),
     externalIds.map((e) => e.accountId),
     externalIds.map((e) => e.externalId),
   ]);
   const accounts = new Map<number, CashOutLockState>();
-  for (const { stale: _s, ...row } of rows) accounts.set(Number(row.account_id), row);
-  for (const id of accountIds) if (!accounts.has(id)) throw new Error(`account ${id} not found`);
-  return { stale: rows.some((r) => r.stale), accounts };
+  const busy = new Set<number>();
+  for (const { stale: _s, busy: b, ...row } of rows) {
+    if (b) busy.add(Number(row.account_id));
+    else accounts.set(Number(row.account_id), row);
+  }
+  for (const id of accountIds) if (!accounts.has(id) && !busy.has(id)) throw new Error(`account ${id} not found`);
+  return { stale: rows.some((r) => r.stale), accounts, busy };
 }
 
 /**
@@ -278,6 +308,15 @@ async function cashOutStates(
  */
 export function lockForCashOuts(tx: Sql, accountIds: readonly number[], windows: readonly UsageWindow[], externalIds: readonly ExternalIdRef[]) {
   return cashOutStates(tx, LOCK_FOR_CASH_OUTS, accountIds, windows, externalIds);
+}
+
+/**
+ * `lockForCashOuts` without waiting (SKIP LOCKED): the accounts with a book locked by another
+ * transaction are `busy` (not in `accounts`; the books of theirs it did lock stay locked until the
+ * transaction ends), so one account held elsewhere never holds up the others (issue 24).
+ */
+export function lockFreeForCashOuts(tx: Sql, accountIds: readonly number[], windows: readonly UsageWindow[], externalIds: readonly ExternalIdRef[]) {
+  return cashOutStates(tx, LOCK_FREE_FOR_CASH_OUTS, accountIds, windows, externalIds);
 }
 
 /** What `lockForCashOuts` reads, without locking: one consistent snapshot (`stale` is false). */
@@ -437,16 +476,41 @@ export type CashOutAccountConfig = Pick<
   'merchant_id' | 'cash_out_fee_cents' | 'cash_out_max_amount_cents' | 'cash_out_daily_limit_cents' | 'cash_out_nighttime_limit_cents' | 'holder_name' | 'holder_document'
 >;
 
-const RESERVE_CASH_OUTS_IF_UNCHANGED = `WITH ${CASH_OUT_ITEMS},
+/**
+ * How long the reserve statement waits for books another transaction holds before it gives up
+ * (`brief`): a batch holds them for the few milliseconds of its statement, so under contention
+ * (another process's batch, a settlement) the wait is short and the statement goes through; past
+ * this, the books are held by something long (a MED transaction) and the statement runs again with
+ * SKIP LOCKED to find which account it was.
+ */
+export const RESERVE_LOCK_WAIT_MS = 100;
+
+/**
+ * The reserve statement, taking the books `wait`ing for them (up to lock_timeout), waiting
+ * `brief`ly (RESERVE_LOCK_WAIT_MS, for this statement only: set_config(…, true) in an autocommit
+ * statement lasts until its commit), or `skip`ping those held elsewhere (SKIP LOCKED).
+ */
+function reserveCashOutsSql(lock: 'wait' | 'brief' | 'skip'): string {
+  return `WITH ${CASH_OUT_ITEMS},
      ${CASH_OUT_WINDOWS},
      checked AS MATERIALIZED (
        SELECT * FROM jsonb_to_recordset($3::jsonb) AS c(account_id bigint, exact boolean, available bigint, usage jsonb, debit bigint, caps jsonb, config jsonb)),
-     locked AS MATERIALIZED (
-       SELECT account_id, book, balance FROM ledger_accounts
-        WHERE account_id IN (SELECT account_id FROM checked) ORDER BY id FOR UPDATE),
+     ${lock === 'brief' ? `lock_wait AS MATERIALIZED (SELECT set_config('lock_timeout', '${RESERVE_LOCK_WAIT_MS}ms', true) AS t),
+     ` : ''}locked AS MATERIALIZED (
+       SELECT id, account_id, book, balance, xmin::text AS version FROM ledger_accounts
+        WHERE account_id IN (SELECT account_id FROM checked)${lock === 'brief' ? ' AND (SELECT t FROM lock_wait) IS NOT NULL' : ''}
+        ORDER BY id FOR UPDATE${lock === 'skip' ? ' SKIP LOCKED' : ''}),
+     -- The accounts whose books are all locked (with SKIP LOCKED, the others are busy elsewhere).
+     whole AS MATERIALIZED (${
+       lock === 'skip'
+         ? `
+       SELECT c.account_id FROM checked c
+        WHERE (SELECT count(*) FROM locked l WHERE l.account_id = c.account_id) = (SELECT count(*) FROM ledger_accounts s WHERE s.account_id = c.account_id)`
+         : 'SELECT account_id FROM checked'
+     }),
      used AS MATERIALIZED (
        SELECT u.account_id, u.window_kind, u.amount FROM cash_out_usage u
-        WHERE u.account_id IN (SELECT account_id FROM locked)
+        WHERE u.account_id IN (SELECT account_id FROM whole)
           AND (u.window_kind, u.window_start) IN (SELECT kind, start FROM windows)
         ORDER BY u.account_id, u.window_kind FOR UPDATE),
      claims AS MATERIALIZED (
@@ -456,12 +520,21 @@ const RESERVE_CASH_OUTS_IF_UNCHANGED = `WITH ${CASH_OUT_ITEMS},
      unchanged AS MATERIALIZED (
        SELECT c.account_id FROM checked c
          CROSS JOIN LATERAL (SELECT (SELECT l.balance FROM locked l WHERE l.account_id = c.account_id AND l.book = 'available') AS available) b
-        WHERE CASE WHEN c.exact THEN b.available = c.available ELSE b.available >= c.debit END
+        WHERE c.account_id IN (SELECT account_id FROM whole)
+          AND CASE WHEN c.exact THEN b.available = c.available ELSE b.available >= c.debit END
           AND NOT EXISTS (
             SELECT 1 FROM windows w
              CROSS JOIN LATERAL (SELECT COALESCE((SELECT u.amount FROM used u WHERE u.account_id = c.account_id AND u.window_kind = w.kind), 0) AS sent) n
              WHERE CASE WHEN c.exact THEN n.sent <> COALESCE((c.usage ->> w.kind)::bigint, 0) ELSE n.sent > (c.caps ->> w.kind)::bigint END)
           AND NOT EXISTS (SELECT 1 FROM claims k WHERE k.account_id = c.account_id AND NOT k.owned)
+          -- A usage row inserted by a transaction this statement waited for is not in its snapshot
+          -- (a locked row is read as of its lock; a row that did not exist is not read at all): an
+          -- account whose books moved after the snapshot (a version newer than the snapshot's)
+          -- and which lacks a window's row is decided again under the locks (reserveLocked reads
+          -- after its locks). Rows that existed are read as of their lock (FOR UPDATE above).
+          AND NOT (
+            EXISTS (SELECT 1 FROM locked l JOIN ledger_accounts s ON s.id = l.id WHERE l.account_id = c.account_id AND s.xmin::text <> l.version)
+            AND EXISTS (SELECT 1 FROM windows w WHERE NOT EXISTS (SELECT 1 FROM used u WHERE u.account_id = c.account_id AND u.window_kind = w.kind)))
           -- Decisions made on a remembered configuration: the account's row still says the same.
           AND (c.config IS NULL OR EXISTS (
             SELECT 1 FROM accounts a JOIN merchants m ON m.id = a.merchant_id
@@ -486,8 +559,14 @@ const RESERVE_CASH_OUTS_IF_UNCHANGED = `WITH ${CASH_OUT_ITEMS},
           AND statement_assert((SELECT count(*) FROM records) = (SELECT count(*) FROM ok), 'cash-out reserve: records missing') AS ok)
      -- The accounts that stood go once, on the first row (each row parsed them again in the driver).
      SELECT r.*, i.n, CASE WHEN i.n IS NOT DISTINCT FROM (SELECT min(n) FROM ok) THEN (SELECT array_agg(account_id) FROM unchanged) END AS unchanged,
+            CASE WHEN i.n IS NOT DISTINCT FROM (SELECT min(n) FROM ok)
+                 THEN (SELECT array_agg(account_id) FROM checked WHERE account_id NOT IN (SELECT account_id FROM whole)) END AS busy,
             (SELECT ok FROM checks) AS asserted
        FROM (SELECT 1) one LEFT JOIN (records r JOIN ok i ON i.id = r.id) ON true ORDER BY i.n`;
+}
+const RESERVE_CASH_OUTS_IF_UNCHANGED = reserveCashOutsSql('wait');
+const RESERVE_CASH_OUTS_IF_UNCHANGED_BRIEFLY = reserveCashOutsSql('brief');
+const RESERVE_FREE_CASH_OUTS_IF_UNCHANGED = reserveCashOutsSql('skip');
 
 /**
  * Step 1 of a batch of cash-outs whose checks ran on a read without locks (`readForCashOuts`) —
@@ -509,25 +588,44 @@ const RESERVE_CASH_OUTS_IF_UNCHANGED = `WITH ${CASH_OUT_ITEMS},
  * while the statement runs fails the statement (unique constraint): nothing of it is written.
  *
  * Every change of a book's available balance or of a usage row happens under the lock of the
- * account's books, so the figures read under the locks are those the next change starts from; the
- * statement's own invariants (entries, bound keys, records) are asserted inside it
- * (`statement_assert`), so it commits all of them or nothing.
+ * account's books, and every usage increase together with a change of those books, so the figures
+ * read under the locks are those the next change starts from — except a usage row created by a
+ * transaction the statement waited for, which its snapshot (taken before the wait) does not hold:
+ * such an account (books newer than the snapshot, a window's row missing) is not written here but
+ * decided again under the locks (issue 24). The statement's own invariants (entries, bound keys,
+ * records) are asserted inside it (`statement_assert`), and the usage it writes is checked against
+ * the account's limits by the database (migration 0700), so it commits all of them or nothing.
+ *
+ * `brief`: the statement waits for books held elsewhere at most RESERVE_LOCK_WAIT_MS; past it, it
+ * runs again taking only the books free now (SKIP LOCKED): an account with a book held by another
+ * transaction is not written and comes back in `busy` (the caller runs its items apart, waiting for
+ * its books), so one account held long elsewhere never holds up the others.
  */
 export async function reserveCashOutsIfUnchanged(
   sql: Sql,
   items: readonly NewCashOut[],
   windows: readonly UsageWindow[],
   checked: readonly CheckedAccount[],
-): Promise<{ rows: OwnedTransaction[]; unchanged: Set<number> }> {
-  const rows = await sql.query<WrittenRow & { unchanged: number[] | null; asserted: boolean }>(RESERVE_CASH_OUTS_IF_UNCHANGED, [
-    cashOutItemsJson(items),
-    cashOutWindowsJson(windows),
-    JSON.stringify(checked),
-  ]);
+  options: { brief?: boolean } = {},
+): Promise<{ rows: OwnedTransaction[]; unchanged: Set<number>; busy: Set<number> }> {
+  const params = [cashOutItemsJson(items), cashOutWindowsJson(windows), JSON.stringify(checked)];
+  type Row = WrittenRow & { unchanged: number[] | null; busy: number[] | null; asserted: boolean };
+  let rows: Row[];
+  if (!options.brief) rows = await sql.query<Row>(RESERVE_CASH_OUTS_IF_UNCHANGED, params);
+  else {
+    try {
+      rows = await sql.query<Row>(RESERVE_CASH_OUTS_IF_UNCHANGED_BRIEFLY, params);
+    } catch (err) {
+      // Raised while waiting: nothing was written.
+      if (sqlState(err) !== LOCK_NOT_AVAILABLE) throw err;
+      rows = await sql.query<Row>(RESERVE_FREE_CASH_OUTS_IF_UNCHANGED, params);
+    }
+  }
   const unchanged = new Set((rows[0]?.unchanged ?? []).map(Number));
+  const busy = new Set((rows[0]?.busy ?? []).map(Number));
   // One row even when nothing was written (the LEFT JOIN): those carry no record.
-  const written = rows.filter((r) => r.id !== null).map(({ unchanged: _u, asserted: _a, ...row }) => row);
-  return { unchanged, rows: ownedRows(items, written) };
+  const written = rows.filter((r) => r.id !== null).map(({ unchanged: _u, busy: _b, asserted: _a, ...row }) => row);
+  return { unchanged, busy, rows: ownedRows(items, written) };
 }
 
 /** Step 3 of one cash-out the rail took (see `markSentWithEvents`). */

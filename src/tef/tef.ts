@@ -217,10 +217,11 @@ export async function transfer(ctx: AppContext, source: TefSource, cmd: TefComma
     const amount = centsToBaseUnits(cmd.amountCents);
 
     // Limits: a TEF counts in the source's cash-out windows (the same per-operation, nighttime
-    // and daily limits); a refusal here records nothing and the count rolls back.
+    // and daily limits); a refusal here records nothing.
+    // The usage is read first (the books are locked: it is current) and counted only once the
+    // limits let it through — the database refuses a usage above a limit (migration 0700).
     const windows = limitWindows(now);
-    const totals = await pixRepo.addUsage(tx, from.id, windows, amount);
-    const used = new Map([...totals].map(([kind, total]) => [kind, total - amount]));
+    const used = await pixRepo.usageIn(tx, from.id, windows);
     const problem = limitProblem(
       amount,
       { maxAmountCents: from.cash_out_max_amount_cents, dailyLimitCents: from.cash_out_daily_limit_cents, nighttimeLimitCents: from.cash_out_nighttime_limit_cents },
@@ -228,6 +229,7 @@ export async function transfer(ctx: AppContext, source: TefSource, cmd: TefComma
       used,
     );
     if (problem) throw tefError(problem.code, { detail: problem.detail });
+    await pixRepo.addUsage(tx, from.id, windows, amount);
 
     const safe = balances.get(from.id)!.safe;
     // The destination's books are locked: a credit that fits now still fits at the posting. Its

@@ -16,7 +16,7 @@ const READ = 'read';
 const WRITE = 'write';
 /** Step 1's statements of a log, in order: the read of the accounts, the statement that writes. */
 function reserveSteps(log: readonly Statement[]): string[] {
-  return log.flatMap((st) => (/xmin::text AS version/.test(st.text) ? [READ] : /checked AS MATERIALIZED/.test(st.text) ? [WRITE] : []));
+  return log.flatMap((st) => (/checked AS MATERIALIZED/.test(st.text) ? [WRITE] : /xmin::text AS version/.test(st.text) ? [READ] : []));
 }
 
 describe.each(BACKENDS)('cash-outs of an account this process knows, on %s', (backend) => {

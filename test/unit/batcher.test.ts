@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { Batcher, type BatcherOptions } from '../../src/lib/batcher.js';
+import { Batcher, DEFAULT_QUEUE_BATCHES, OverloadedError, type BatcherOptions } from '../../src/lib/batcher.js';
 
 const tick = () => new Promise((r) => setImmediate(r));
 
@@ -132,5 +132,34 @@ describe('Batcher (group commit)', () => {
     expect(seen[1]!.waitedMs).toBeGreaterThanOrEqual(25);
     expect(seen[2]!.waitedMs).toBeGreaterThanOrEqual(50);
     for (const x of seen) expect(x.ranMs).toBeGreaterThanOrEqual(25);
+  });
+
+  it('bounds its queue (issue 24): past maxQueued waiting items, submit fails at once with an OverloadedError; room again once a batch takes them', async () => {
+    const { b, batches, release } = firstBatchHeld({ maxBatch: 2, maxQueued: 3, name: 'the test queue' });
+    const first = b.submit(1);
+    await tick(); // 1 runs (held); the next ones wait
+    const waiting = [b.submit(2), b.submit(3), b.submit(4)];
+    const refused = await b.submit(5).then(
+      () => null,
+      (err: unknown) => err,
+    );
+    expect(refused).toBeInstanceOf(OverloadedError);
+    expect((refused as OverloadedError).message).toMatch(/the test queue is full/);
+    expect((refused as OverloadedError).retryAfterSeconds).toBeGreaterThan(0);
+    expect(b.waiting).toBe(3);
+    release();
+    expect(await Promise.all([first, ...waiting])).toEqual([1, 2, 3, 4]);
+    expect(await b.submit(6)).toBe(6);
+    expect(batches.flat()).toEqual([1, 2, 3, 4, 6]);
+  });
+
+  it('is bounded by default: DEFAULT_QUEUE_BATCHES batches of items', async () => {
+    const { b, release } = firstBatchHeld({ maxBatch: 1 });
+    const all = [b.submit(0)];
+    await tick();
+    for (let i = 1; i <= DEFAULT_QUEUE_BATCHES; i++) all.push(b.submit(i));
+    await expect(b.submit(-1)).rejects.toBeInstanceOf(OverloadedError);
+    release();
+    expect(await Promise.all(all)).toHaveLength(DEFAULT_QUEUE_BATCHES + 1);
   });
 });
