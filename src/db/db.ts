@@ -239,3 +239,38 @@ export function parseInt8(text: string): number {
 }
 
 export const INT8_OID = 20;
+
+/** Node socket errors that mean the database server could not be reached or the connection died. */
+const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNABORTED']);
+
+/** node-postgres and pg-pool messages of a lost, refused or timed-out connection (they carry no code). */
+const CONNECTION_ERROR_MESSAGES = [
+  'Connection terminated',
+  'not queryable',
+  'timeout exceeded when trying to connect',
+  'Cannot use a pool after calling end',
+];
+
+/**
+ * Whether `err` says the database is unavailable — not that the statement was wrong: the server
+ * could not be reached or dropped the connection (socket errors, node-postgres' "Connection
+ * terminated…", a pool that found no connection in time), or refused to serve it (class 08
+ * connection exceptions; 57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot connect now;
+ * 53300 too many connections). The one place this is decided: the HTTP edge answers these 503
+ * with Retry-After (src/http/errorHandler.ts), never 4xx or 500 with the driver's text. It says
+ * nothing about whether a write that was in flight committed (see RETRYABLE_STATES and
+ * docs/decisions.md): only that the answer is "try again later".
+ */
+export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
+  if (typeof err !== 'object' || err === null || depth > 3) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' && CONNECTION_ERROR_CODES.has(code)) return true; // before sqlState: EPIPE has five letters
+  const state = sqlState(err);
+  if (state !== undefined) return state.startsWith('08') || state === '57P01' || state === '57P02' || state === '57P03' || state === '53300';
+  const message = (err as { message?: unknown }).message;
+  if (typeof message === 'string' && CONNECTION_ERROR_MESSAGES.some((m) => message.includes(m))) return true;
+  // Node's connect over several addresses (AggregateError) and wrapped errors.
+  const inner = (err as { errors?: unknown }).errors;
+  if (Array.isArray(inner) && inner.length > 0 && inner.every((e) => isDatabaseUnavailable(e, depth + 1))) return true;
+  return isDatabaseUnavailable((err as { cause?: unknown }).cause, depth + 1);
+}

@@ -65,6 +65,13 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
   });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
+  // And every client has a listener of its own for its whole life: pg-pool takes its idle listener
+  // off a client as it hands it out, and a new client can be handed out in the same read as a FATAL
+  // (57P01 from pg_terminate_backend or a fast shutdown, arriving in one chunk with ReadyForQuery),
+  // before the caller could add one: an unhandled 'error' event ended the process (issue 24, item
+  // 15; test/faults/database-unavailable.test.ts). The statement or transaction on it fails on its
+  // own, and the pool drops a client released with an error or no longer queryable.
+  pool.on('connect', (client) => client.on('error', () => {}));
   const counts = new StatementCounts();
   let closed = false;
   const listener = notificationClient(options, () => closed, counts.cell('listen'));

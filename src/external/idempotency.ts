@@ -33,6 +33,9 @@ export const WAIT_FOR_FIRST_MS = 15_000;
  * this process that finishes wakes its waiters at once.
  */
 const POLL_FIRST_MS = 25;
+/** A release the database refused is tried again after 100 ms, then 200, … at most every 2 s. */
+const RELEASE_RETRY_FIRST_MS = 100;
+const RELEASE_RETRY_MAX_MS = 2_000;
 const POLL_MAX_MS = 500;
 
 export interface IdempotencyScope {
@@ -341,6 +344,37 @@ export class IdempotencyStore {
    * stays (with its lease ended), so the retry resumes that record.
    */
   async release(claim: IdempotencyClaim): Promise<void> {
+    try {
+      await this.releaseNow(claim);
+    } catch {
+      // The database did not take the release — often what failed the request (answered 503):
+      // keep trying in the background until it does, or until the lease has ended (a retry may
+      // then take the key over anyway), so the client's retry finds the key free, not "still
+      // being processed" for the rest of the lease.
+      this.releaseLater(claim);
+    }
+    claim.settled();
+  }
+
+  private releaseLater(claim: IdempotencyClaim): void {
+    const giveUpAt = performance.now() + this.leaseMs; // monotonic: a wall-clock step moves nothing
+    let delayMs = RELEASE_RETRY_FIRST_MS;
+    const attempt = () => {
+      const timer = setTimeout(() => {
+        this.releaseNow(claim).then(
+          () => claim.settled(),
+          () => {
+            delayMs = Math.min(delayMs * 2, RELEASE_RETRY_MAX_MS);
+            if (performance.now() + delayMs < giveUpAt) attempt();
+          },
+        );
+      }, delayMs);
+      timer.unref();
+    };
+    attempt();
+  }
+
+  private async releaseNow(claim: IdempotencyClaim): Promise<void> {
     const deleted = await this.db.query(
       `DELETE FROM idempotency_keys WHERE id = $1 AND owner_token = $2 AND status = 'in_progress' AND resource_id IS NULL RETURNING id`,
       [claim.id, claim.token],
@@ -351,7 +385,6 @@ export class IdempotencyStore {
         [claim.id, claim.token, this.clock.now()],
       );
     }
-    claim.settled();
   }
 
   /** Deletes records past their 24-hour window; returns how many. */

@@ -105,6 +105,20 @@ export function unauthorized(message: string): HttpError {
   return businessError(401, 'unauthorized', message);
 }
 
+/** Seconds a client is told to wait (Retry-After) when a store pixgate needs does not answer. */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
+
+export const SERVICE_UNAVAILABLE_MESSAGE = 'The service is temporarily unavailable; the request was not completed. Retry after the Retry-After seconds';
+
+/**
+ * Shape 4, 503: the database did not answer (src/db/db.ts `isDatabaseUnavailable`). Nothing about
+ * the cause: driver texts name hosts, ports and users.
+ */
+export function serviceUnavailable(): HttpError {
+  const err = businessError(503, 'service_unavailable', SERVICE_UNAVAILABLE_MESSAGE);
+  return new HttpError(503, err.body, { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) });
+}
+
 export function internalError(requestId: string): HttpError {
   return businessError(500, 'internal_error', `Internal server error (request ${requestId})`);
 }
