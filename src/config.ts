@@ -14,6 +14,11 @@ export interface Config {
   dataDir: string;
   databaseUrl: string | undefined;
   redisUrl: string | undefined;
+  /**
+   * REDIS_COMMAND_TIMEOUT_MS: a Redis command unanswered for this long fails, and a connection
+   * silent for this long with commands pending is reopened (a hung Redis behaves like a stopped one).
+   */
+  redisCommandTimeoutMs: number;
   adminToken: string;
   /** True when the admin token was generated at start (local only) and must be printed. */
   adminTokenGenerated: boolean;
@@ -264,6 +269,7 @@ export function parseConfig(env: Env = process.env): Config {
     dataDir: nonEmpty(env, 'DATA_DIR') ?? './data',
     databaseUrl,
     redisUrl,
+    redisCommandTimeoutMs: readInt(env, 'REDIS_COMMAND_TIMEOUT_MS', 1_000, 10, 60_000),
     adminToken,
     adminTokenGenerated,
     rateLimitPerMinute: readInt(env, 'RATE_LIMIT_PER_MINUTE', 90000, 1, 100_000_000),

@@ -49,6 +49,7 @@ export class Metrics {
   private readonly batchItems: client.Histogram<'batcher'>;
   private readonly batchSeconds: client.Histogram<'batcher' | 'phase'>;
   private db: Database | undefined;
+  private redis: { status: string } | undefined;
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const registry = (this.registry = new client.Registry());
@@ -127,6 +128,15 @@ export class Metrics {
         this.set({ state: 'waiting' }, s.waiting);
       },
     });
+    new client.Gauge({
+      name: `${PREFIX}redis_up`,
+      help: 'Whether the Redis connection is ready (1) or down, hung or reconnecting (0): requests still work, with the rate limiter open and signature v2 answered 503; absent without REDIS_URL',
+      registers,
+      aggregator: 'min', // a cluster reports 0 when any worker has lost its Redis
+      collect() {
+        if (self.redis) this.set(self.redis.status === 'ready' ? 1 : 0);
+      },
+    });
     // The database layer counts statements in plain integers (src/db); the counter catches up with
     // them at scrape time, so counting costs the query path one increment and no label lookup.
     const seen = new Map<string, number>();
@@ -187,6 +197,11 @@ export class Metrics {
   /** The database the scrape-time gauges read. */
   attachDatabase(db: Database) {
     this.db = db;
+  }
+
+  /** The Redis connection whose state `pixgate_redis_up` reports. */
+  attachRedis(redis: { status: string }) {
+    this.redis = redis;
   }
 
   // ---- hooks ----

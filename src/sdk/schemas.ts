@@ -565,7 +565,7 @@ export interface Schemas {
     drop: boolean;
   };
   Readyz200: {
-    status: "ready";
+    status: "ready" | "degraded";
     checks: {
       [extra: string]: string;
     };
