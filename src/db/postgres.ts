@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import { channelName, PLAN_EACH_RUN, commitHooksFor, INT8_OID, ListenerSet, parseInt8, localWakesFor, quoteChannel, RETRYABLE_STATES, sqlState, StatementCounts, type Database, type Sql } from './db.js';
+import { channelName, PLAN_EACH_RUN, commitHooksFor, settleCompanion, takeCompanion, waitingCompanion, INT8_OID, ListenerSet, parseInt8, localWakesFor, quoteChannel, RETRYABLE_STATES, sqlState, StatementCounts, type Database, type Sql } from './db.js';
 
 export interface PostgresOptions {
   url: string;
@@ -89,10 +89,12 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
     const db: Database = {
       dialect: 'postgres',
       listen: (name, handler) => listener.listen(name, handler),
-      query: (text, params) => run(pool, text, params),
+      // A statement of a context whose companion waits runs in a transaction with it (db.ts).
+      query: (text, params) => (waitingCompanion() ? db.transaction((tx) => tx.query(text, params)) : run(pool, text, params)),
       async transaction(fn) {
+        const companion = takeCompanion();
         for (let attempt = 1; ; attempt++) {
-          const client = await pool.connect();
+          const client = await pool.connect().catch((err: unknown) => settleCompanion(companion, err));
           let broken: Error | undefined;
           // A checked-out client has no listener of the pool: without this one, PostgreSQL ending the
           // connection between two statements (restart, terminate, timeout) kills the process with an
@@ -107,8 +109,10 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
             };
             const committed = commitHooksFor(tx);
             localWakesFor(tx, listener.wakeLocal);
+            if (companion) await companion.write(tx);
             const result = await fn(tx);
             await run(client, 'COMMIT');
+            settleCompanion(companion);
             committed();
             return result;
           } catch (err) {
@@ -122,7 +126,7 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
               await new Promise((r) => setTimeout(r, Math.random() * 10 * attempt));
               continue;
             }
-            throw err;
+            settleCompanion(companion, err);
           } finally {
             client.removeListener('error', onLost);
             client.release(broken);

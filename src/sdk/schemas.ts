@@ -162,7 +162,8 @@ export interface Schemas {
       [extra: string]: unknown;
     };
     request_id: string;
-    status: number;
+    /** The status answered; null when the operation committed and its answer was never recorded (the process stopped before answering) */
+    status: number | null;
   };
   Balance: {
     worked: true;
