@@ -6,6 +6,7 @@ import { QueryReader } from '../http/query.js';
 import { catalogEntry, deliveredEventFor } from './catalog.js';
 import { latestSequence, readFeed, type FeedEvent } from './feed.js';
 import { Waker, wakeOn } from '../lib/wakeable.js';
+import { monotonicNow } from '../lib/clock.js';
 
 export const FEED_LIMIT_DEFAULT = 100;
 export const FEED_LIMIT_MAX = 500;
@@ -116,7 +117,7 @@ export async function eventFeedRoutes(app: FastifyInstance, ctx: AppContext) {
     res.on('close', end);
     let wokenAt = 0;
     const wake = () => {
-      wokenAt = Date.now();
+      wokenAt = monotonicNow();
       waker.wake();
     };
     wakes.add(wake);
@@ -135,28 +136,28 @@ export async function eventFeedRoutes(app: FastifyInstance, ctx: AppContext) {
         });
       }
     };
-    let lastWrite = Date.now();
+    let lastWrite = monotonicNow();
     let lastRead = 0;
     try {
       await subscribe();
       while (!ended) {
-        const spacing = lastRead + STREAM_MIN_SPACING_MS - Date.now();
+        const spacing = lastRead + STREAM_MIN_SPACING_MS - monotonicNow();
         if (spacing > 0) await new Promise((r) => setTimeout(r, spacing));
-        lastRead = Date.now();
+        lastRead = monotonicNow();
         const rows = await readFeed(ctx.db, { merchantId: p.merchantId, accountId: p.keyAccountId, after: cursor, types: q.types, limit: FEED_LIMIT_MAX });
         for (const e of rows) {
           if (ended) break;
           await write(e);
           cursor = e.sequence;
-          lastWrite = Date.now();
+          lastWrite = monotonicNow();
         }
         if (rows.length === FEED_LIMIT_MAX) continue;
-        if (Date.now() - lastWrite >= STREAM_HEARTBEAT_MS) {
+        if (monotonicNow() - lastWrite >= STREAM_HEARTBEAT_MS) {
           res.write(': keep-alive\n\n');
-          lastWrite = Date.now();
+          lastWrite = monotonicNow();
         }
-        const followUp = Date.now() - wokenAt < STREAM_FOLLOW_UP_FOR_MS;
-        await waker.sleep(followUp ? STREAM_FOLLOW_UP_MS : Math.min(STREAM_SAFETY_NET_MS, STREAM_HEARTBEAT_MS - (Date.now() - lastWrite)));
+        const followUp = monotonicNow() - wokenAt < STREAM_FOLLOW_UP_FOR_MS;
+        await waker.sleep(followUp ? STREAM_FOLLOW_UP_MS : Math.min(STREAM_SAFETY_NET_MS, STREAM_HEARTBEAT_MS - (monotonicNow() - lastWrite)));
       }
     } catch (err) {
       req.log.error({ err }, 'event stream failed');

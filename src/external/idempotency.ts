@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { afterCommit, type Database, type Sql } from '../db/db.js';
 import { Batcher, type BatchObserver, type BatchOutcome } from '../lib/batcher.js';
-import type { Clock } from '../lib/clock.js';
+import { monotonicNow, type Clock } from '../lib/clock.js';
 
 /**
  * Idempotency of external POSTs (spec, Limits: 24 h window, scope (method, path, key) — here also
@@ -266,12 +266,12 @@ export class IdempotencyStore {
   private readonly waiters = new Map<string, Set<() => void>>();
 
   async claim(scope: IdempotencyScope, hash: string): Promise<ClaimResult> {
-    const deadline = Date.now() + WAIT_FOR_FIRST_MS;
+    const deadline = monotonicNow() + WAIT_FOR_FIRST_MS;
     let pause = POLL_FIRST_MS;
     for (;;) {
       const result = await this.tryClaim(scope, hash);
       if (result !== 'wait') return result;
-      const left = deadline - Date.now();
+      const left = deadline - monotonicNow();
       if (left <= 0) return { kind: 'busy' };
       await this.sleepUnlessWoken(scopeId(scope), Math.min(pause, left));
       pause = Math.min(pause * 2, POLL_MAX_MS);
@@ -357,7 +357,7 @@ export class IdempotencyStore {
   }
 
   private releaseLater(claim: IdempotencyClaim): void {
-    const giveUpAt = performance.now() + this.leaseMs; // monotonic: a wall-clock step moves nothing
+    const giveUpAt = monotonicNow() + this.leaseMs;
     let delayMs = RELEASE_RETRY_FIRST_MS;
     const attempt = () => {
       const timer = setTimeout(() => {
@@ -365,7 +365,7 @@ export class IdempotencyStore {
           () => claim.settled(),
           () => {
             delayMs = Math.min(delayMs * 2, RELEASE_RETRY_MAX_MS);
-            if (performance.now() + delayMs < giveUpAt) attempt();
+            if (monotonicNow() + delayMs < giveUpAt) attempt();
           },
         );
       }, delayMs);

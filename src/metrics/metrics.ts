@@ -2,6 +2,7 @@ import client from 'prom-client';
 import type { Database } from '../db/db.js';
 import type { BatchObserver } from '../lib/batcher.js';
 import type { Rail } from '../rail/rail.js';
+import { monotonicNow } from '../lib/clock.js';
 
 /**
  * Operational metrics of one pixgate process (docs/metrics.md). The only module that knows
@@ -158,7 +159,7 @@ export class Metrics {
     let reading: { at: number; done: Promise<void> } | undefined;
     const readBacklog = () => {
       if (!self.db) return Promise.resolve();
-      if (reading && Date.now() - reading.at < 250) return reading.done;
+      if (reading && monotonicNow() - reading.at < 250) return reading.done;
       const db = self.db;
       const done = (async () => {
         const [d] = await db.query<{ pending: number; oldest: Date | null }>(
@@ -174,7 +175,7 @@ export class Metrics {
         backlog.outboxLag = o?.oldest ? Math.max(0, (now - o.oldest.getTime()) / 1000) : 0;
         backlog.outboxPending = o?.pending ?? 0;
       })();
-      reading = { at: Date.now(), done };
+      reading = { at: monotonicNow(), done };
       return done;
     };
     const dbGauge = (name: string, help: string, value: () => number) =>
