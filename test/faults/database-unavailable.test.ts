@@ -40,6 +40,11 @@ async function gatedRoute(app: FastifyInstance, ctx: AppContext) {
     });
     return reply.code(201).send(payload);
   });
+  // Answers without touching the database: its Idempotency-Key answer is stored after it (onSend).
+  app.post('/test/gated-echo', { config: { permission: 'account:read' } }, async () => {
+    await gate.wait;
+    return { worked: true };
+  });
 }
 
 const LEAKS = ['ECONNREFUSED', 'ECONNRESET', '127.0.0.1', 'terminat', 'connect', '57P01', 'postgres'];
@@ -149,6 +154,22 @@ describe.skipIf(!url)('PostgreSQL unavailable during requests (through a TCP pro
     const retry = await merchant.client.post('/test/gated-write', { n: 1 }, { idempotencyKey: key });
     expect(retry.status).toBe(201);
     expect(retry.body.write_id).toBeGreaterThan(0);
+  });
+
+  it('keeps a 2xx answer whose Idempotency-Key answer cannot be stored (the database went away meanwhile)', async () => {
+    gate = newGate();
+    const key = `fault-${randomBytes(6).toString('hex')}`;
+    const first = merchant.client.post('/test/gated-echo', { n: 1 }, { idempotencyKey: key });
+    await waitFor(async () => (await direct.db.query(`SELECT 1 FROM idempotency_keys WHERE key = $1`, [key])).length === 1);
+    await proxy.setMode('refuse');
+    try {
+      gate.open();
+      const answer = await first;
+      expect(answer.status).toBe(200);
+      expect(answer.body).toEqual({ worked: true });
+    } finally {
+      await proxy.setMode('forward');
+    }
   });
 
   it('survives backends terminated in the middle of operator deposits: every answer is 201 or 503', async () => {
