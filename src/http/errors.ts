@@ -108,7 +108,7 @@ export function unauthorized(message: string): HttpError {
 /** Seconds a client is told to wait (Retry-After) when a store pixgate needs does not answer. */
 export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
 
-export const SERVICE_UNAVAILABLE_MESSAGE = 'The service is temporarily unavailable; the request was not completed. Retry after the Retry-After seconds';
+export const SERVICE_UNAVAILABLE_MESSAGE = 'The service is temporarily unavailable; retry after the Retry-After seconds (with the same Idempotency-Key, a retry never runs an operation twice)';
 
 /**
  * Shape 4, 503: the database did not answer (src/db/db.ts `isDatabaseUnavailable`). Nothing about
