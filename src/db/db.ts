@@ -250,13 +250,15 @@ const CONNECTION_ERROR_MESSAGES = [
   'Connection terminated',
   'not queryable',
   'timeout exceeded when trying to connect',
+  'Query read timeout',
   'Cannot use a pool after calling end',
 ];
 
 /**
  * Whether `err` says the database is unavailable — not that the statement was wrong: the server
  * could not be reached or dropped the connection (socket errors, node-postgres' "Connection
- * terminated…", a pool that found no connection in time), or refused to serve it (class 08
+ * terminated…", a pool that found no connection in time, a statement whose answer never came:
+ * "Query read timeout"), or refused to serve it (class 08
  * connection exceptions; 57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot connect now;
  * 53300 too many connections). The one place this is decided: the HTTP edge answers these 503
  * with Retry-After (src/http/errorHandler.ts), never 4xx or 500 with the driver's text. It says

@@ -24,6 +24,9 @@ const types = {
 
 const MAX_ATTEMPTS = 5;
 
+/** How long past statement_timeout a statement waits for the server's answer before it gives up. */
+export const QUERY_TIMEOUT_MARGIN_MS = 2_000;
+
 /**
  * Parameterized statements run as named prepared statements: each connection parses and plans one
  * once, then only binds and executes it — planning a CTE of five data-modifying parts cost more
@@ -62,6 +65,13 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
     ...(options.statementTimeoutMs !== undefined ? { statement_timeout: options.statementTimeoutMs } : {}),
     ...(options.lockTimeoutMs !== undefined ? { lock_timeout: options.lockTimeoutMs } : {}),
     ...(options.idleInTransactionTimeoutMs !== undefined ? { idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs } : {}),
+    // A server that stopped answering without closing the connection (a partition without RST, a
+    // frozen host) would hold a statement until TCP gives up, many minutes later: past
+    // statement_timeout and a margin no answer is coming, so the statement fails ("Query read
+    // timeout", unavailable: 503) and its connection is discarded. Keepalive probes find dead
+    // idle connections.
+    ...(options.statementTimeoutMs !== undefined ? { query_timeout: options.statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS } : {}),
+    keepAlive: true,
   });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});

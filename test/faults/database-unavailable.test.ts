@@ -69,7 +69,8 @@ describe.skipIf(!url)('PostgreSQL unavailable during requests (through a TCP pro
     const proxied = new URL(url!);
     proxied.hostname = '127.0.0.1';
     proxied.port = String(proxy.port);
-    const db = await openPostgres({ url: proxied.toString(), schema, max: 10, applicationName: appName });
+    // A short statement_timeout: a statement on a connection that stopped answering gives up after it (and a margin).
+    const db = await openPostgres({ url: proxied.toString(), schema, max: 10, applicationName: appName, statementTimeoutMs: 1_000 });
     server = await startTestServer({
       database: { db, backend: 'postgres', close: () => db.close(), reopen: () => Promise.reject(new Error('not here')) },
       externalPlugins: [gatedRoute],
@@ -137,6 +138,21 @@ describe.skipIf(!url)('PostgreSQL unavailable during requests (through a TCP pro
     }
     // And everything works again once the database is back.
     expect((await merchant.client.get('/transactions')).status).toBe(200);
+  });
+
+  it('answers 503 when the database stops answering without closing its connections (a partition without RST)', async () => {
+    // Connections in the pool, idle, before the partition.
+    expect((await server.admin('GET', `/accounts/${merchant.accountId}`)).status).toBe(200);
+    await proxy.setMode('blackhole');
+    try {
+      const res = await fetch(`${server.url}/api/admin/accounts/${merchant.accountId}`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } });
+      expect(res.status).toBe(503);
+      expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
+      expectNoInternals(await res.text(), proxy.port);
+    } finally {
+      await proxy.setMode('forward');
+    }
+    await waitFor(async () => (await server.admin('GET', `/accounts/${merchant.accountId}`)).status === 200, 30_000);
   });
 
   it('frees the Idempotency-Key of a request answered 503, even when the database was down at its answer', async () => {
