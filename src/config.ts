@@ -14,6 +14,17 @@ export interface Config {
   dataDir: string;
   databaseUrl: string | undefined;
   redisUrl: string | undefined;
+  /**
+   * REDIS_COMMAND_TIMEOUT_MS: a Redis command unanswered for this long fails, and a connection
+   * silent for this long with commands pending is reopened (a hung Redis behaves like a stopped one).
+   */
+  redisCommandTimeoutMs: number;
+  /**
+   * READYZ_REDIS: what `/readyz` says when Redis (configured) does not answer. `required` (default,
+   * the operator contract): 503 not ready. `degraded`: 200 `degraded` — for a balancer in front of
+   * instances that all share one Redis, where taking them all out would be a full outage.
+   */
+  readyzRedis: 'required' | 'degraded';
   adminToken: string;
   /** True when the admin token was generated at start (local only) and must be printed. */
   adminTokenGenerated: boolean;
@@ -149,6 +160,11 @@ function nonEmpty(env: Env, name: string): string | undefined {
  * a ConfigError whose message names the variable, so start-up stops with one clear line.
  */
 export function parseConfig(env: Env = process.env): Config {
+  const readyzRedisRaw = nonEmpty(env, 'READYZ_REDIS') ?? 'required';
+  if (readyzRedisRaw !== 'required' && readyzRedisRaw !== 'degraded') {
+    throw new ConfigError(`READYZ_REDIS must be one of required, degraded; got "${readyzRedisRaw}"`);
+  }
+  const readyzRedis: 'required' | 'degraded' = readyzRedisRaw;
   const appEnvRaw = nonEmpty(env, 'APP_ENV') ?? 'local';
   if (appEnvRaw !== 'local' && appEnvRaw !== 'homologation' && appEnvRaw !== 'production') {
     throw new ConfigError(`APP_ENV must be one of local, homologation, production; got "${appEnvRaw}"`);
@@ -264,6 +280,8 @@ export function parseConfig(env: Env = process.env): Config {
     dataDir: nonEmpty(env, 'DATA_DIR') ?? './data',
     databaseUrl,
     redisUrl,
+    redisCommandTimeoutMs: readInt(env, 'REDIS_COMMAND_TIMEOUT_MS', 1_000, 10, 60_000),
+    readyzRedis,
     adminToken,
     adminTokenGenerated,
     rateLimitPerMinute: readInt(env, 'RATE_LIMIT_PER_MINUTE', 90000, 1, 100_000_000),

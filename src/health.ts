@@ -17,9 +17,11 @@ export const healthApi = defineRoutes({
     path: '/readyz',
     operationId: 'readyz',
     tag: 'Health',
-    summary: 'The database (and Redis, when configured) answer',
+    summary: 'The database and (when configured) Redis answer',
+    description:
+      'Ready (200) when the database answers and, when `REDIS_URL` is configured, Redis answers too (operator contract); 503 `not ready` otherwise. With `READYZ_REDIS=degraded`, Redis (rate-limit windows, signature-v2 nonces) down or hung leaves the instance ready with `status: degraded` and `checks.redis: unavailable`: every instance shares that Redis, so taking them all out of a balancer turns a partial degradation (rate limiter open, v2 signatures answered 503) into a full outage.',
     responses: {
-      200: { description: 'Ready', schema: z.object({ status: z.literal('ready'), checks: z.record(z.string(), z.string()) }) },
+      200: { description: 'Ready (`degraded`: Redis unavailable)', schema: z.object({ status: z.enum(['ready', 'degraded']), checks: z.record(z.string(), z.string()) }) },
       503: { description: 'Not ready', schema: z.object({ status: z.literal('not ready'), checks: z.record(z.string(), z.string()) }) },
     },
   },
@@ -37,13 +39,18 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   ]).finally(() => clearTimeout(timer));
 }
 
-/** `/healthz`: the process is up. `/readyz`: the database (and Redis, when configured) answer. */
+/**
+ * `/healthz`: the process is up. `/readyz`: the database answers, and Redis when configured — or,
+ * with READYZ_REDIS=degraded, Redis is reported but does not make the instance not-ready
+ * (`degraded`; docs/decisions.md, "`/readyz` when only Redis is down").
+ */
 export function healthRoutes(ctx: AppContext) {
   return async function plugin(app: FastifyInstance) {
     mount(app, healthApi.healthz, async () => ({ status: 'ok' }));
     mount(app, healthApi.readyz, async (req, reply) => {
       const checks: Record<string, string> = {};
       let ready = true;
+      let degraded = false;
       // A probe answers 'unavailable', never the driver's error text (it can name hosts, users,
       // schemas); the cause goes to the log.
       try {
@@ -59,14 +66,15 @@ export function healthRoutes(ctx: AppContext) {
           await withTimeout(ctx.redis.ping(), PROBE_TIMEOUT_MS);
           checks.redis = 'ok';
         } catch (err) {
-          ready = false;
+          if (ctx.config.readyzRedis === 'degraded') degraded = true;
+          else ready = false;
           checks.redis = 'unavailable';
           req.log.warn({ err: (err as Error).message }, 'readiness: redis unavailable');
         }
       } else {
         checks.redis = 'not configured';
       }
-      return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready', checks });
+      return reply.code(ready ? 200 : 503).send({ status: !ready ? 'not ready' : degraded ? 'degraded' : 'ready', checks });
     });
   };
 }

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import pino, { type Logger } from 'pino';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
@@ -20,6 +20,7 @@ import type { ExternalPlugin } from './external/routes.js';
 import { periodicWorker } from './lib/periodic.js';
 import { chargeWorkers } from './pix/cashin/charges.js';
 import { MemoryFixedWindow, RedisFixedWindow } from './ratelimit/fixedWindow.js';
+import { openRedis } from './ratelimit/redisClient.js';
 import { seedDemo, type DemoCredentials } from './seed.js';
 import { keepsLocalCredentials, localCredentialsPath, readLocalCredentials, storedDemo, writeLocalCredentials } from './localCredentials.js';
 import { railNotificationHandler } from './pix/railEvents.js';
@@ -78,10 +79,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const applied = await migrate(db);
     if (applied.length) log.info({ migrations: applied }, 'database migrated');
     if (ownsRedis) {
-      // Auto-pipelining: the commands of one event-loop turn (rate-limit and nonce scripts of many
-      // requests) leave in one write to the socket, which dominated the pipeline's profile.
-      redis = new Redis(config.redisUrl!, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: true, enableAutoPipelining: true });
-      redis.on('error', (err) => log.warn({ err: err.message }, 'redis error'));
+      redis = openRedis(config.redisUrl!, { commandTimeoutMs: config.redisCommandTimeoutMs, log });
       await redis.connect();
     }
   } catch (err) {
@@ -93,6 +91,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const clock = options.clock ?? systemClock;
   const metrics = new Metrics();
   metrics.attachDatabase(db);
+  if (redis) metrics.attachRedis(redis);
   const simulator = new SimulatedRail({
     db: db.counted('rail'), // the simulated bank's statements count apart from pixgate's own
     institutionIspb: config.institutionIspb,

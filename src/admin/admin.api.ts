@@ -59,7 +59,7 @@ const AuditEntry = named(
     route: z.string(),
     target: z.record(z.string(), z.unknown()).describe('Ids the write named or created (never secrets)'),
     request_id: z.string(),
-    status: int,
+    status: int.nullable().describe('The status answered; null when the operation committed and its answer was never recorded (the process stopped before answering)'),
   }),
 );
 

@@ -1,14 +1,21 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.js';
-import type { Sql } from '../db/db.js';
+import { endCompanion, runWithCompanion, type Sql, type TransactionCompanion } from '../db/db.js';
 import { resolveClientIp } from '../http/clientIp.js';
 
 /**
  * The operator audit log: one row per authenticated write (any method but GET, HEAD and OPTIONS)
- * of the admin and sandbox APIs, written by one hook (`auditOperatorWrites`) that both plugins
- * install next to the token check, so no route can forget it. The row is written before the
- * answer leaves (`onSend`), with the status being answered; the secret never is.
+ * of the admin and sandbox APIs, written by one mechanism (`auditOperatorWrites`) that both plugins
+ * install next to the token check, so no route can forget it.
+ *
+ * The row commits with the operation, never after it: the handler of every operator write runs
+ * with a transaction companion (src/db/db.ts) that inserts the row — actor, address, route, path
+ * parameters, request id, status still NULL — in the first transaction the operation runs (a
+ * statement outside a transaction becomes one). An operation whose row cannot be written rolls back
+ * and is answered as failed. As the answer leaves (`onSend`) the row gets its status and the ids the
+ * answer names; a write that committed nothing (refused before any statement, or rolled back) gets
+ * its row then, best effort, with its status. The secret never is written.
  *
  * The actor of the static ADMIN_TOKEN is `admin-token:` + the first 12 hex digits of its SHA-256:
  * stable for one token, different after a rotation, useless to an attacker. With the client address
@@ -24,7 +31,8 @@ export interface AuditRow {
   route: string;
   target: Record<string, unknown>;
   request_id: string;
-  status: number;
+  /** The status answered; null when the operation committed and its answer was never recorded. */
+  status: number | null;
 }
 
 /** Fields of a 2xx answer that name what the write created or changed (never secrets). */
@@ -41,12 +49,13 @@ export function tokenActor(token: string): string {
   return `admin-token:${createHash('sha256').update(token, 'utf8').digest('hex').slice(0, 12)}`;
 }
 
-export async function insertAuditRow(sql: Sql, row: Omit<AuditRow, 'id'>): Promise<void> {
-  await sql.query(
+export async function insertAuditRow(sql: Sql, row: Omit<AuditRow, 'id'>): Promise<number> {
+  const [inserted] = await sql.query<{ id: number }>(
     `INSERT INTO admin_audit_log (at, actor, client_ip, method, route, target, request_id, status)
-     VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8)`,
+     VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8) RETURNING id`,
     [row.at, row.actor, row.client_ip, row.method, row.route, JSON.stringify(row.target), row.request_id, row.status],
   );
+  return inserted!.id;
 }
 
 /** Newest first; `before` is the id cursor of the previous page. */
@@ -94,26 +103,71 @@ function targetOf(req: FastifyRequest, status: number, payload: unknown): Record
   return { ...target };
 }
 
-/** Installs the audit hook on a plugin (admin and sandbox). */
+const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/** The audit state of one operator write: its companion, and the row's id once it committed. */
+interface AuditedWrite extends TransactionCompanion {
+  rowId?: number;
+}
+
+const AUDITED = new WeakMap<FastifyRequest, AuditedWrite>();
+
+/** Installs the audit mechanism on a plugin (admin and sandbox): call it before the routes are added. */
 export function auditOperatorWrites(app: FastifyInstance, ctx: AppContext): void {
   const actor = tokenActor(ctx.config.adminToken);
+  const rowOf = (req: FastifyRequest, status: number | null, payload: unknown): Omit<AuditRow, 'id'> => ({
+    at: ctx.clock.now(),
+    actor,
+    client_ip: resolveClientIp(req.socket.remoteAddress ?? '', req.headers['x-forwarded-for'], ctx.config.trustedProxies),
+    method: req.method,
+    route: req.routeOptions.url ?? '(no route)',
+    target: targetOf(req, status ?? 0, payload),
+    request_id: String(req.id),
+    status,
+  });
+
+  // Every write route's handler runs with the companion that puts its row in its first transaction.
+  // The handler runs only after the token check passed (onRequest), so it is an operator's write.
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (!methods.some((m) => WRITES.has(m))) return;
+    const handler = route.handler;
+    route.handler = function auditedHandler(this: FastifyInstance, req: FastifyRequest, reply: FastifyReply) {
+      if (!WRITES.has(req.method) || !AUTHENTICATED.has(req)) return handler.call(this, req, reply);
+      const write: AuditedWrite = {
+        state: 'waiting',
+        write: async (tx) => {
+          write.rowId = await insertAuditRow(tx, rowOf(req, null, undefined));
+        },
+      };
+      AUDITED.set(req, write);
+      return runWithCompanion(write, () => handler.call(this, req, reply));
+    } as typeof handler;
+  });
+
   app.addHook('onSend', async (req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
-    if (req.method === 'GET' || req.method === 'HEAD' || req.method === 'OPTIONS' || !AUTHENTICATED.has(req)) return payload;
+    if (!WRITES.has(req.method) || !AUTHENTICATED.has(req)) return payload;
+    const write = AUDITED.get(req);
+    const committed = write?.state === 'committed' && write.rowId !== undefined;
+    if (write) endCompanion(write);
     try {
-      await insertAuditRow(ctx.db, {
-        at: ctx.clock.now(),
-        actor,
-        client_ip: resolveClientIp(req.socket.remoteAddress ?? '', req.headers['x-forwarded-for'], ctx.config.trustedProxies),
-        method: req.method,
-        route: req.routeOptions.url ?? '(no route)',
-        target: targetOf(req, reply.statusCode, payload),
-        request_id: String(req.id),
-        status: reply.statusCode,
-      });
+      if (committed) {
+        const row = rowOf(req, reply.statusCode, payload);
+        await ctx.db.query('UPDATE admin_audit_log SET status = $2, target = $3::jsonb WHERE id = $1', [write!.rowId, row.status, JSON.stringify(row.target)]);
+      } else {
+        await insertAuditRow(ctx.db, rowOf(req, reply.statusCode, payload));
+      }
     } catch (err) {
-      // The write itself has committed; losing its audit row must not turn the answer into an error.
+      // Nothing of the operation committed without its row (above); this only completes the row
+      // (status, ids) or records a write that changed nothing. It must not turn the answer into an error.
       req.log.error({ err: (err as Error).message, request_id: req.id }, 'admin audit log write failed');
     }
     return payload;
+  });
+  // A safety net: whatever way the answer ended, the companion's scope ends with it (never before
+  // the handler has answered, so an operation still running always finds its companion).
+  app.addHook('onResponse', async (req) => {
+    const write = AUDITED.get(req);
+    if (write) endCompanion(write);
   });
 }

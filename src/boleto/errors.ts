@@ -1,5 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
+import { isDatabaseUnavailable } from '../db/db.js';
+import { UNAVAILABLE_RETRY_AFTER_SECONDS } from '../http/errors.js';
 import { fieldMap } from '../http/validation.js';
 
 /**
@@ -64,6 +66,11 @@ export function successBody(request: FastifyRequest, data: unknown, meta: Record
   return { success: true, data, meta: { request_id: String(request.id), ...meta } };
 }
 
+/** SERVICE_UNAVAILABLE with Retry-After: the database did not answer; nothing about the cause. */
+export function serviceUnavailable(message = 'The service is temporarily unavailable; retry after the Retry-After seconds'): BoletoError {
+  return new BoletoError('SERVICE_UNAVAILABLE', message, {}, { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) });
+}
+
 export function errorBody(request: FastifyRequest, err: BoletoError) {
   return {
     success: false,
@@ -86,7 +93,8 @@ function fromFramework(error: FastifyError): BoletoError | undefined {
 
 /** The error handler of the boleto plugin scope. */
 export function boletoErrorHandler(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) {
-  let err = error instanceof BoletoError ? error : fromFramework(error as FastifyError);
+  let err = error instanceof BoletoError ? error : isDatabaseUnavailable(error) ? serviceUnavailable() : fromFramework(error as FastifyError);
+  if (err?.code === 'SERVICE_UNAVAILABLE' && !(error instanceof BoletoError)) request.log.warn({ err: error }, 'database unavailable: answered 503');
   if (!err) {
     request.log.error({ err: error }, 'boleto request failed');
     err = new BoletoError('INTERNAL_ERROR', `Internal server error (request ${String(request.id)})`);

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { CentralKeyRow } from '../auth/centralKeys.js';
 import type { AppContext } from '../context.js';
-import { BoletoError, RATE_LIMITED_MESSAGE } from './errors.js';
+import { BoletoError, RATE_LIMITED_MESSAGE, serviceUnavailable } from './errors.js';
 import {
   BoletoRateLimiter,
   bucketFor,
@@ -66,7 +66,7 @@ async function authenticate(ctx: AppContext, request: FastifyRequest): Promise<C
     key = await ctx.credentials.centralKey(ctx.db, apiKey);
   } catch (err) {
     request.log.error({ err }, 'central key lookup failed');
-    return new BoletoError('SERVICE_UNAVAILABLE', 'The service cannot check API keys right now; retry shortly');
+    return serviceUnavailable('The service cannot check API keys right now; retry after the Retry-After seconds');
   }
   if (!key) return new BoletoError('UNAUTHORIZED', 'Invalid API key');
   if (!key.active) return new BoletoError('UNAUTHORIZED', 'API key is inactive');

@@ -1,5 +1,6 @@
 import type { AppEnv } from '../config.js';
 import type { FixedWindowCounter, WindowHit } from '../ratelimit/fixedWindow.js';
+import { monotonicNow } from '../lib/clock.js';
 
 /**
  * Rate limits of the boleto central API: the spec's production table, per API key and endpoint,
@@ -74,7 +75,7 @@ export class FallbackWindowCounter implements FixedWindowCounter {
     try {
       return await this.primary.hit(key, limit, windowSeconds);
     } catch (err) {
-      const now = Date.now();
+      const now = monotonicNow();
       if (now - this.lastReportMs >= 60_000) {
         this.lastReportMs = now;
         this.onFailure(err as Error);

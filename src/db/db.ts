@@ -1,3 +1,5 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+
 /**
  * The one database boundary. Two implementations run the same SQL text (PostgreSQL dialect, `$n`
  * placeholders): PGlite (embedded, in-process PostgreSQL) and a PostgreSQL server through a pool.
@@ -270,3 +272,98 @@ export function parseInt8(text: string): number {
 }
 
 export const INT8_OID = 20;
+
+/** Node socket errors that mean the database server could not be reached or the connection died. */
+const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNABORTED']);
+
+/** node-postgres and pg-pool messages of a lost, refused or timed-out connection (they carry no code). */
+const CONNECTION_ERROR_MESSAGES = [
+  'Connection terminated',
+  'not queryable',
+  'timeout exceeded when trying to connect',
+  'Query read timeout',
+  'Cannot use a pool after calling end',
+];
+
+/**
+ * Whether `err` says the database is unavailable — not that the statement was wrong: the server
+ * could not be reached or dropped the connection (socket errors, node-postgres' "Connection
+ * terminated…", a pool that found no connection in time, a statement whose answer never came:
+ * "Query read timeout"), or refused to serve it (class 08
+ * connection exceptions; 57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot connect now;
+ * 53300 too many connections). The one place this is decided: the HTTP edge answers these 503
+ * with Retry-After (src/http/errorHandler.ts), never 4xx or 500 with the driver's text. It says
+ * nothing about whether a write that was in flight committed (see RETRYABLE_STATES and
+ * docs/decisions.md): only that the answer is "try again later".
+ */
+export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
+  if (typeof err !== 'object' || err === null || depth > 3) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' && CONNECTION_ERROR_CODES.has(code)) return true; // before sqlState: EPIPE has five letters
+  const state = sqlState(err);
+  if (state !== undefined) return state.startsWith('08') || state === '57P01' || state === '57P02' || state === '57P03' || state === '53300';
+  const message = (err as { message?: unknown }).message;
+  if (typeof message === 'string' && CONNECTION_ERROR_MESSAGES.some((m) => message.includes(m))) return true;
+  // Node's connect over several addresses (AggregateError) and wrapped errors.
+  const inner = (err as { errors?: unknown }).errors;
+  if (Array.isArray(inner) && inner.length > 0 && inner.every((e) => isDatabaseUnavailable(e, depth + 1))) return true;
+  return isDatabaseUnavailable((err as { cause?: unknown }).cause, depth + 1);
+}
+
+/**
+ * A write that must commit with the work of one async context — in its first transaction, never
+ * after it: the operator audit row (src/admin/auditLog.ts) joins the first transaction an operator
+ * write runs, so the operation cannot commit without it. While a companion of the current async
+ * context is `waiting`, both drivers run `write(tx)` at the start of the next transaction (a
+ * statement outside a transaction becomes one), mark it `in_flight`, then `committed` once that
+ * transaction has committed, or `waiting` again if it rolled back (a retried transaction writes it
+ * again). It joins nothing once `committed` or ended.
+ */
+export interface TransactionCompanion {
+  state: 'waiting' | 'in_flight' | 'committed' | 'ended';
+  write(tx: Sql): Promise<void>;
+}
+
+const companions = new AsyncLocalStorage<TransactionCompanion>();
+let companionsInScope = 0;
+
+/**
+ * Runs `fn` (and every async continuation it starts) with `companion`; end the scope with
+ * `endCompanion`. AsyncLocalStorage costs every promise of the process a hook while enabled, so it is
+ * enabled only while a companion is in scope (operator writes are rare) and disabled after the last.
+ */
+export function runWithCompanion<T>(companion: TransactionCompanion, fn: () => T): T {
+  companionsInScope++;
+  return companions.run(companion, fn);
+}
+
+/** Ends a companion's scope (once): it joins no transaction any more. */
+export function endCompanion(companion: TransactionCompanion): void {
+  if (companion.state === 'ended') return;
+  companion.state = 'ended';
+  if (--companionsInScope === 0) companions.disable();
+}
+
+/** For Database implementations: the companion waiting to join a transaction of this context, if any. */
+export function waitingCompanion(): TransactionCompanion | undefined {
+  const companion = companionsInScope > 0 ? companions.getStore() : undefined;
+  return companion?.state === 'waiting' ? companion : undefined;
+}
+
+/** For Database implementations: takes the waiting companion of this context for a transaction. */
+export function takeCompanion(): TransactionCompanion | undefined {
+  const companion = waitingCompanion();
+  if (companion) companion.state = 'in_flight';
+  return companion;
+}
+
+/**
+ * For Database implementations: the transaction that took `companion` committed (no `err`), or
+ * failed for good (`err`, thrown from here: `never`) and the companion waits for the next one.
+ */
+export function settleCompanion(companion: TransactionCompanion | undefined): void;
+export function settleCompanion(companion: TransactionCompanion | undefined, err: unknown): never;
+export function settleCompanion(companion: TransactionCompanion | undefined, err?: unknown): void {
+  if (companion?.state === 'in_flight') companion.state = arguments.length > 1 ? 'waiting' : 'committed';
+  if (arguments.length > 1) throw err;
+}

@@ -1,7 +1,7 @@
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
-import { channelName, commitHooksFor, INT8_OID, ListenerSet, localWakesFor, parseInt8, quoteChannel, StatementCounts, type Database, type Sql } from './db.js';
+import { channelName, commitHooksFor, settleCompanion, takeCompanion, waitingCompanion, INT8_OID, ListenerSet, localWakesFor, parseInt8, quoteChannel, StatementCounts, type Database, type Sql } from './db.js';
 
 export interface PgliteOptions {
   /** A folder, or `memory://` for a throwaway in-memory database. */
@@ -66,17 +66,23 @@ export async function openPglite(options: PgliteOptions): Promise<PgliteDatabase
     const base = wrap(pg);
     const db: PgliteDatabase = {
       dialect: 'pglite',
-      query: base.query,
+      // A statement of a context whose companion waits runs in a transaction with it (db.ts).
+      query: (text, params) => (waitingCompanion() ? db.transaction((tx) => tx.query(text, params)) : base.query(text, params)),
       exec: base.exec,
       async transaction(fn) {
         let committed = () => {};
         cell.n += 2; // BEGIN and COMMIT (or ROLLBACK), sent by PGlite's transaction()
-        const result = await pg.transaction((tx) => {
-          const handle = wrap(tx);
-          committed = commitHooksFor(handle);
-          localWakesFor(handle, wakeLocal);
-          return fn(handle);
-        });
+        const companion = takeCompanion();
+        const result = await pg
+          .transaction(async (tx) => {
+            const handle = wrap(tx);
+            committed = commitHooksFor(handle);
+            localWakesFor(handle, wakeLocal);
+            if (companion) await companion.write(handle);
+            return fn(handle);
+          })
+          .catch((err: unknown) => settleCompanion(companion, err));
+        settleCompanion(companion);
         committed();
         return result;
       },

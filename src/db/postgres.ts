@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import { channelName, PLAN_EACH_RUN, commitHooksFor, INT8_OID, ListenerSet, parseInt8, localWakesFor, quoteChannel, RETRYABLE_STATES, sqlState, StatementCounts, type Database, type Sql } from './db.js';
+import { channelName, PLAN_EACH_RUN, commitHooksFor, settleCompanion, takeCompanion, waitingCompanion, INT8_OID, ListenerSet, parseInt8, localWakesFor, quoteChannel, RETRYABLE_STATES, sqlState, StatementCounts, type Database, type Sql } from './db.js';
 
 export interface PostgresOptions {
   url: string;
@@ -23,6 +23,9 @@ const types = {
 } as pg.CustomTypesConfig;
 
 const MAX_ATTEMPTS = 5;
+
+/** How long past statement_timeout a statement waits for the server's answer before it gives up. */
+export const QUERY_TIMEOUT_MARGIN_MS = 2_000;
 
 /**
  * Parameterized statements run as named prepared statements: each connection parses and plans one
@@ -62,9 +65,23 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
     ...(options.statementTimeoutMs !== undefined ? { statement_timeout: options.statementTimeoutMs } : {}),
     ...(options.lockTimeoutMs !== undefined ? { lock_timeout: options.lockTimeoutMs } : {}),
     ...(options.idleInTransactionTimeoutMs !== undefined ? { idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs } : {}),
+    // A server that stopped answering without closing the connection (a partition without RST, a
+    // frozen host) would hold a statement until TCP gives up, many minutes later: past
+    // statement_timeout and a margin no answer is coming, so the statement fails ("Query read
+    // timeout", unavailable: 503) and its connection is discarded. Keepalive probes find dead
+    // idle connections.
+    ...(options.statementTimeoutMs !== undefined ? { query_timeout: options.statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS } : {}),
+    keepAlive: true,
   });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
+  // And every client has a listener of its own for its whole life: pg-pool takes its idle listener
+  // off a client as it hands it out, and a new client can be handed out in the same read as a FATAL
+  // (57P01 from pg_terminate_backend or a fast shutdown, arriving in one chunk with ReadyForQuery),
+  // before the caller could add one: an unhandled 'error' event ended the process (issue 24, item
+  // 15; test/faults/database-unavailable.test.ts). The statement or transaction on it fails on its
+  // own, and the pool drops a client released with an error or no longer queryable.
+  pool.on('connect', (client) => client.on('error', () => {}));
   const counts = new StatementCounts();
   let closed = false;
   const listener = notificationClient(options, () => closed, counts.cell('listen'));
@@ -82,10 +99,12 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
     const db: Database = {
       dialect: 'postgres',
       listen: (name, handler) => listener.listen(name, handler),
-      query: (text, params) => run(pool, text, params),
+      // A statement of a context whose companion waits runs in a transaction with it (db.ts).
+      query: (text, params) => (waitingCompanion() ? db.transaction((tx) => tx.query(text, params)) : run(pool, text, params)),
       async transaction(fn) {
+        const companion = takeCompanion();
         for (let attempt = 1; ; attempt++) {
-          const client = await pool.connect();
+          const client = await pool.connect().catch((err: unknown) => settleCompanion(companion, err));
           let broken: Error | undefined;
           // A checked-out client has no listener of the pool: without this one, PostgreSQL ending the
           // connection between two statements (restart, terminate, timeout) kills the process with an
@@ -100,8 +119,10 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
             };
             const committed = commitHooksFor(tx);
             localWakesFor(tx, listener.wakeLocal);
+            if (companion) await companion.write(tx);
             const result = await fn(tx);
             await run(client, 'COMMIT');
+            settleCompanion(companion);
             committed();
             return result;
           } catch (err) {
@@ -115,7 +136,7 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
               await new Promise((r) => setTimeout(r, Math.random() * 10 * attempt));
               continue;
             }
-            throw err;
+            settleCompanion(companion, err);
           } finally {
             client.removeListener('error', onLost);
             client.release(broken);

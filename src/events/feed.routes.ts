@@ -1,4 +1,3 @@
-import { performance } from 'node:perf_hooks';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.js';
 import { principal, recheckCredentials } from '../external/pipeline.js';
@@ -7,6 +6,7 @@ import { QueryReader } from '../http/query.js';
 import { catalogEntry, deliveredEventFor } from './catalog.js';
 import { latestSequence, readFeed, type FeedEvent } from './feed.js';
 import { Waker, wakeOn } from '../lib/wakeable.js';
+import { monotonicNow } from '../lib/clock.js';
 
 export const FEED_LIMIT_DEFAULT = 100;
 export const FEED_LIMIT_MAX = 500;
@@ -136,7 +136,7 @@ export async function eventFeedRoutes(app: FastifyInstance, ctx: AppContext) {
     };
     const wake = () => {
       eventWoken = true;
-      wokenAt = performance.now();
+      wokenAt = monotonicNow();
       waker.wake();
     };
     // Listeners first: a client that hangs up during any await below ends the stream.
@@ -180,9 +180,9 @@ export async function eventFeedRoutes(app: FastifyInstance, ctx: AppContext) {
           });
         }
       };
-      let lastWrite = performance.now();
+      let lastWrite = monotonicNow();
       let lastRead = -Infinity;
-      let lastCheck = performance.now();
+      let lastCheck = monotonicNow();
       let readDue = true;
       let nextReadAt = 0;
       while (!ended) {
@@ -190,9 +190,9 @@ export async function eventFeedRoutes(app: FastifyInstance, ctx: AppContext) {
         // (auth_changed) and at least every STREAM_CREDENTIALS_CHECK_MS: a revoked or expired key,
         // a deactivated account or merchant, a permission or whitelist taken away ends the stream
         // as it refuses a new request. While nothing changes the check costs no statement.
-        if (readDue || credentialsChanged || performance.now() - lastCheck >= STREAM_CREDENTIALS_CHECK_MS) {
+        if (readDue || credentialsChanged || monotonicNow() - lastCheck >= STREAM_CREDENTIALS_CHECK_MS) {
           credentialsChanged = false;
-          lastCheck = performance.now();
+          lastCheck = monotonicNow();
           const refused = await recheckCredentials(req, ctx);
           if (refused) {
             if (!ended) res.write(`: closed: ${refused.message}\n\n`);
@@ -202,31 +202,31 @@ export async function eventFeedRoutes(app: FastifyInstance, ctx: AppContext) {
         }
         if (readDue) {
           readDue = false;
-          const spacing = lastRead + STREAM_MIN_SPACING_MS - performance.now();
+          const spacing = lastRead + STREAM_MIN_SPACING_MS - monotonicNow();
           if (spacing > 0) await new Promise((r) => setTimeout(r, spacing));
-          lastRead = performance.now();
+          lastRead = monotonicNow();
           const rows = await readFeed(ctx.db, { merchantId: p.merchantId, accountId: p.keyAccountId, after: cursor, types: q.types, limit: FEED_LIMIT_MAX });
           for (const e of rows) {
             if (ended) break;
             await write(e);
             cursor = e.sequence;
-            lastWrite = performance.now();
+            lastWrite = monotonicNow();
           }
           if (rows.length === FEED_LIMIT_MAX) {
             readDue = true;
             continue;
           }
-          const followUp = performance.now() - wokenAt < STREAM_FOLLOW_UP_FOR_MS;
-          nextReadAt = performance.now() + (followUp ? STREAM_FOLLOW_UP_MS : STREAM_SAFETY_NET_MS);
+          const followUp = monotonicNow() - wokenAt < STREAM_FOLLOW_UP_FOR_MS;
+          nextReadAt = monotonicNow() + (followUp ? STREAM_FOLLOW_UP_MS : STREAM_SAFETY_NET_MS);
         }
         if (ended) break;
-        if (performance.now() - lastWrite >= STREAM_HEARTBEAT_MS) {
+        if (monotonicNow() - lastWrite >= STREAM_HEARTBEAT_MS) {
           res.write(': keep-alive\n\n');
-          lastWrite = performance.now();
+          lastWrite = monotonicNow();
         }
-        const now = performance.now();
+        const now = monotonicNow();
         await waker.sleep(Math.min(nextReadAt - now, STREAM_CREDENTIALS_CHECK_MS - (now - lastCheck), STREAM_HEARTBEAT_MS - (now - lastWrite)));
-        if (eventWoken || performance.now() >= nextReadAt) {
+        if (eventWoken || monotonicNow() >= nextReadAt) {
           eventWoken = false;
           readDue = true;
         }

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { afterCommit, type Database, type Sql } from '../db/db.js';
 import { Batcher, type BatchObserver, type BatchOutcome } from '../lib/batcher.js';
-import type { Clock } from '../lib/clock.js';
+import { monotonicNow, type Clock } from '../lib/clock.js';
 
 /**
  * Idempotency of external POSTs (spec, Limits: 24 h window, scope (method, path, key) — here also
@@ -33,6 +33,9 @@ export const WAIT_FOR_FIRST_MS = 15_000;
  * this process that finishes wakes its waiters at once.
  */
 const POLL_FIRST_MS = 25;
+/** A release the database refused is tried again after 100 ms, then 200, … at most every 2 s. */
+const RELEASE_RETRY_FIRST_MS = 100;
+const RELEASE_RETRY_MAX_MS = 2_000;
 const POLL_MAX_MS = 500;
 
 export interface IdempotencyScope {
@@ -263,12 +266,12 @@ export class IdempotencyStore {
   private readonly waiters = new Map<string, Set<() => void>>();
 
   async claim(scope: IdempotencyScope, hash: string): Promise<ClaimResult> {
-    const deadline = Date.now() + WAIT_FOR_FIRST_MS;
+    const deadline = monotonicNow() + WAIT_FOR_FIRST_MS;
     let pause = POLL_FIRST_MS;
     for (;;) {
       const result = await this.tryClaim(scope, hash);
       if (result !== 'wait') return result;
-      const left = deadline - Date.now();
+      const left = deadline - monotonicNow();
       if (left <= 0) return { kind: 'busy' };
       await this.sleepUnlessWoken(scopeId(scope), Math.min(pause, left));
       pause = Math.min(pause * 2, POLL_MAX_MS);
@@ -341,6 +344,37 @@ export class IdempotencyStore {
    * stays (with its lease ended), so the retry resumes that record.
    */
   async release(claim: IdempotencyClaim): Promise<void> {
+    try {
+      await this.releaseNow(claim);
+    } catch {
+      // The database did not take the release — often what failed the request (answered 503):
+      // keep trying in the background until it does, or until the lease has ended (a retry may
+      // then take the key over anyway), so the client's retry finds the key free, not "still
+      // being processed" for the rest of the lease.
+      this.releaseLater(claim);
+    }
+    claim.settled();
+  }
+
+  private releaseLater(claim: IdempotencyClaim): void {
+    const giveUpAt = monotonicNow() + this.leaseMs;
+    let delayMs = RELEASE_RETRY_FIRST_MS;
+    const attempt = () => {
+      const timer = setTimeout(() => {
+        this.releaseNow(claim).then(
+          () => claim.settled(),
+          () => {
+            delayMs = Math.min(delayMs * 2, RELEASE_RETRY_MAX_MS);
+            if (monotonicNow() + delayMs < giveUpAt) attempt();
+          },
+        );
+      }, delayMs);
+      timer.unref();
+    };
+    attempt();
+  }
+
+  private async releaseNow(claim: IdempotencyClaim): Promise<void> {
     const deleted = await this.db.query(
       `DELETE FROM idempotency_keys WHERE id = $1 AND owner_token = $2 AND status = 'in_progress' AND resource_id IS NULL RETURNING id`,
       [claim.id, claim.token],
@@ -351,7 +385,6 @@ export class IdempotencyStore {
         [claim.id, claim.token, this.clock.now()],
       );
     }
-    claim.settled();
   }
 
   /** Deletes records past their 24-hour window; returns how many. */

@@ -521,9 +521,15 @@ export function installPipeline(app: FastifyInstance, deps: PipelineDeps) {
       ok && typeof payload === 'string'
         ? idempotency.complete(claim, { statusCode: reply.statusCode, body: payload })
         : idempotency.release(claim);
+    // A release never fails (it retries in the background); a completion that the database refuses
+    // leaves the key claimed until its lease ends. Either way the answer stays the one given: an
+    // error here would replace it with the driver's (and leak its text, hosts included).
     settled.then(
       () => done(null, payload),
-      (err: Error) => done(err),
+      (err: Error) => {
+        req.log.error({ err: err.message }, 'idempotency answer not stored');
+        done(null, payload);
+      },
     );
   });
 }

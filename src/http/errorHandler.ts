@@ -1,11 +1,11 @@
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { CHECK_VIOLATION, constraintName, sqlState } from '../db/db.js';
+import { CHECK_VIOLATION, constraintName, isDatabaseUnavailable, sqlState } from '../db/db.js';
 import { BOUND_CONSTRAINTS } from '../ledger/ledger.js';
 import { OverloadedError } from '../lib/batcher.js';
 import { AmountTooLargeError } from '../lib/money.js';
-import { badRequest, businessError, HttpError, internalError, workedFalse } from './errors.js';
+import { badRequest, businessError, HttpError, internalError, serviceUnavailable } from './errors.js';
 
 /**
  * The one place error answers are written. HttpErrors carry their exact body; framework errors
@@ -14,19 +14,20 @@ import { badRequest, businessError, HttpError, internalError, workedFalse } from
  */
 export function errorHandler(error: FastifyError | HttpError | Error, request: FastifyRequest, reply: FastifyReply) {
   const err = toHttpError(error, request);
-  if (err.statusCode >= 500) request.log.error({ err: error }, 'request failed');
+  if (err.statusCode === 503 && !(error instanceof HttpError)) request.log.warn({ err: error }, 'database unavailable: answered 503');
+  else if (err.statusCode >= 500) request.log.error({ err: error }, 'request failed');
   void reply.code(err.statusCode).headers(err.headers).send(err.body);
   return reply;
 }
 
 export function toHttpError(error: unknown, request: FastifyRequest): HttpError {
   if (error instanceof HttpError) return error;
+  // PostgreSQL down, restarting or dropping connections: "retry later", never 4xx/500 with the
+  // driver's text (hosts, ports). The Idempotency-Key, if any, is freed (src/external/pipeline.ts).
+  if (isDatabaseUnavailable(error)) return serviceUnavailable();
+  // A bounded queue was full: nothing was started; the client may send the same request again.
   if (error instanceof OverloadedError) {
-    // A bounded queue was full: nothing was started; the client may send the same request again
-    // (the spec's 503 body: worked false and a detail, as when replay protection is unavailable).
-    return workedFalse(503, 'The server is busy; the request was not executed. Retry after the time in Retry-After', {
-      'retry-after': String(error.retryAfterSeconds),
-    });
+    return serviceUnavailable('The server is busy; the request was not executed. Retry after the time in Retry-After', error.retryAfterSeconds);
   }
   // Amounts and balances past the bounds of src/lib/money.ts (checked addition or a database
   // CHECK): a clear 422 in the business shape, never a 500.

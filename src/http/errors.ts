@@ -105,6 +105,26 @@ export function unauthorized(message: string): HttpError {
   return businessError(401, 'unauthorized', message);
 }
 
+/** Seconds a client is told to wait (Retry-After) when a store pixgate needs does not answer. */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
+
+export const SERVICE_UNAVAILABLE_MESSAGE = 'The service is temporarily unavailable; retry after the Retry-After seconds (with the same Idempotency-Key, a retry never runs an operation twice)';
+
+/**
+ * Every 503 past the request pipeline (the database does not answer: src/db/db.ts
+ * `isDatabaseUnavailable`; a bounded queue is full: src/lib/batcher.ts `OverloadedError`) has one
+ * body: shape 4 (`errors.service_unavailable`) with `worked: false`, `code` and `detail` beside it
+ * — exactly the body of every cash-out error, and a superset of the business shape the other
+ * routes answer in. Nothing about the cause: driver texts name hosts, ports and users.
+ */
+export function serviceUnavailable(message: string = SERVICE_UNAVAILABLE_MESSAGE, retryAfterSeconds: number = UNAVAILABLE_RETRY_AFTER_SECONDS): HttpError {
+  return new HttpError(
+    503,
+    { worked: false, errors: { service_unavailable: message }, code: 'service_unavailable', detail: message },
+    { 'retry-after': String(retryAfterSeconds) },
+  );
+}
+
 export function internalError(requestId: string): HttpError {
   return businessError(500, 'internal_error', `Internal server error (request ${requestId})`);
 }

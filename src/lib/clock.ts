@@ -14,3 +14,16 @@ export function isoZ(date: Date | null | undefined): string | null {
 export function isoNaive(date: Date): string {
   return date.toISOString().slice(0, -1);
 }
+
+/**
+ * Milliseconds on a clock that never steps: the process's start time (`performance.timeOrigin`)
+ * plus the monotonic time since (`performance.now()`). For every interval, spacing, deadline of a
+ * wait and in-memory wake-up time — never `Date.now()` differences, which a wall-clock step (NTP,
+ * `date -s`, a resumed VM) turns into hours of sleep, or none (issue 24, item 16). Comparable
+ * across the processes of one machine (cluster workers) that started before a step; a process
+ * started after one differs by the step, which the wake-up safety nets bound. Not for dates:
+ * persisted times and business deadlines (limit windows, expiries) use `Clock`.
+ */
+export function monotonicNow(): number {
+  return performance.timeOrigin + performance.now();
+}

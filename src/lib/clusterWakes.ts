@@ -1,6 +1,7 @@
 import cluster from 'node:cluster';
 import type { BackgroundWorker } from '../context.js';
 import type { Database } from '../db/db.js';
+import { monotonicNow } from './clock.js';
 
 /**
  * Wake-ups between the processes of a cluster (WEB_CONCURRENCY > 1). One worker runs the
@@ -123,7 +124,7 @@ export function wakeReceiver(wakeLocal: (name: string) => void, engine: EngineWa
   const onMessage = (m: unknown) => {
     if (!isWakeMessage(m)) return;
     for (const w of m.wakes) {
-      if (w.name === RAIL_ENGINE) engine.wake(typeof w.at === 'number' ? w.at : Date.now());
+      if (w.name === RAIL_ENGINE) engine.wake(typeof w.at === 'number' ? w.at : monotonicNow());
       else wakeLocal(w.name);
     }
   };

@@ -2,6 +2,7 @@ import client from 'prom-client';
 import type { Database } from '../db/db.js';
 import type { BatchObserver } from '../lib/batcher.js';
 import type { Rail } from '../rail/rail.js';
+import { monotonicNow } from '../lib/clock.js';
 
 /**
  * Operational metrics of one pixgate process (docs/metrics.md). The only module that knows
@@ -49,6 +50,7 @@ export class Metrics {
   private readonly batchItems: client.Histogram<'batcher'>;
   private readonly batchSeconds: client.Histogram<'batcher' | 'phase'>;
   private db: Database | undefined;
+  private redis: { status: string } | undefined;
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const registry = (this.registry = new client.Registry());
@@ -127,6 +129,15 @@ export class Metrics {
         this.set({ state: 'waiting' }, s.waiting);
       },
     });
+    new client.Gauge({
+      name: `${PREFIX}redis_up`,
+      help: 'Whether the Redis connection is ready (1) or down, hung or reconnecting (0): requests still work, with the rate limiter open and signature v2 answered 503; absent without REDIS_URL',
+      registers,
+      aggregator: 'min', // a cluster reports 0 when any worker has lost its Redis
+      collect() {
+        if (self.redis) this.set(self.redis.status === 'ready' ? 1 : 0);
+      },
+    });
     // The database layer counts statements in plain integers (src/db); the counter catches up with
     // them at scrape time, so counting costs the query path one increment and no label lookup.
     const seen = new Map<string, number>();
@@ -148,7 +159,7 @@ export class Metrics {
     let reading: { at: number; done: Promise<void> } | undefined;
     const readBacklog = () => {
       if (!self.db) return Promise.resolve();
-      if (reading && Date.now() - reading.at < 250) return reading.done;
+      if (reading && monotonicNow() - reading.at < 250) return reading.done;
       const db = self.db;
       const done = (async () => {
         const [d] = await db.query<{ pending: number; oldest: Date | null }>(
@@ -164,7 +175,7 @@ export class Metrics {
         backlog.outboxLag = o?.oldest ? Math.max(0, (now - o.oldest.getTime()) / 1000) : 0;
         backlog.outboxPending = o?.pending ?? 0;
       })();
-      reading = { at: Date.now(), done };
+      reading = { at: monotonicNow(), done };
       return done;
     };
     const dbGauge = (name: string, help: string, value: () => number) =>
@@ -187,6 +198,11 @@ export class Metrics {
   /** The database the scrape-time gauges read. */
   attachDatabase(db: Database) {
     this.db = db;
+  }
+
+  /** The Redis connection whose state `pixgate_redis_up` reports. */
+  attachRedis(redis: { status: string }) {
+    this.redis = redis;
   }
 
   // ---- hooks ----

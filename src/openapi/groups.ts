@@ -28,6 +28,9 @@ export interface ApiGroup {
 
 const routesOf = (...apis: Array<Record<string, RouteSpec>>): RouteSpec[] => apis.flatMap((api) => Object.values(api));
 
+/** Any operation that reads or writes the database may answer this (src/http/errors.ts `serviceUnavailable`). */
+const DATABASE_UNAVAILABLE = 'The database does not answer: `service_unavailable`, retry after the Retry-After seconds';
+
 const ANY_EXTERNAL = [PipelineError, PermissionError, WorkedFalseError, BusinessError];
 
 export const external: ApiGroup = {
@@ -69,12 +72,13 @@ export const external: ApiGroup = {
       401: { description: 'Missing, invalid, inactive or expired API key; missing or invalid signature', schemas: [PipelineError, WorkedFalseError] },
       403: { description: 'IP not in the key’s whitelist, inactive account, permission missing, HMAC not configured', schemas: [PipelineError, PermissionError, WorkedFalseError] },
       500: { description: 'Internal error (the body names the request id)', schemas: [BusinessError] },
+      503: { description: DATABASE_UNAVAILABLE, schemas: [BusinessError] },
     };
     if (route.config?.rateLimit !== false) e[429] = { description: 'Rate limit reached (Retry-After: 60)', schemas: [PipelineError] };
     if (route.method !== 'GET' && route.method !== 'DELETE') {
       e[400] = { description: 'Malformed request, body required for the signature, bad v2 headers, Idempotency-Key too long', schemas: ANY_EXTERNAL };
       e[409] = { description: 'Idempotency-Key reused with another body or still in progress; v2 nonce reused', schemas: [PipelineError, WorkedFalseError] };
-      e[503] = { description: 'v2 replay protection unavailable (Retry-After: 5)', schemas: [WorkedFalseError] };
+      e[503] = { description: `${DATABASE_UNAVAILABLE}; v2 replay protection unavailable (Retry-After: 5)`, schemas: [BusinessError, WorkedFalseError] };
     } else {
       e[400] = { description: 'Malformed parameters', schemas: [BusinessError] };
     }
@@ -100,6 +104,7 @@ function operatorErrors(route: RouteSpec): CommonErrors {
     401: { description: 'Missing or invalid admin token', schemas: [BusinessError] },
     429: { description: 'Too many failed admin authentications from this address (Retry-After)', schemas: [BusinessError] },
     500: { description: 'Internal error', schemas: [BusinessError] },
+    503: { description: DATABASE_UNAVAILABLE, schemas: [BusinessError] },
   };
   // Any request but a GET may carry a body (a route without one included), refused for its size or type.
   if (route.method !== 'GET') {
@@ -146,8 +151,8 @@ export const central: ApiGroup = {
       401: all('UNAUTHORIZED: missing or unknown X-API-Key'),
       429: all('RATE_LIMITED (Retry-After)'),
       500: all('INTERNAL_ERROR'),
+      503: all('SERVICE_UNAVAILABLE: the database does not answer (Retry-After)'),
     };
-    if (route.path === '/health') e[503] = all('SERVICE_UNAVAILABLE: the database does not answer');
     if (route.method !== 'GET') {
       e[413] = all('PAYLOAD_TOO_LARGE');
       e[415] = all('UNSUPPORTED_MEDIA_TYPE');

@@ -5,7 +5,7 @@ import type { Database, Sql } from '../db/db.js';
 import { afterCommit, UNIQUE_VIOLATION, sqlState } from '../db/db.js';
 import { bankName } from '../lib/banks.js';
 import { Batcher, type BatchObserver, type BatchOutcome } from '../lib/batcher.js';
-import { systemClock, type Clock } from '../lib/clock.js';
+import { monotonicNow, systemClock, type Clock } from '../lib/clock.js';
 import { BASE_UNITS_PER_CENT } from '../lib/money.js';
 import {
   KeyAlreadyRegisteredError,
@@ -126,7 +126,7 @@ export class SimulatedRail implements Rail {
     this.wakeEngine(at);
   }
 
-  /** Wake-ups asked for (real-time ms): work this process queued, deliveries it deferred. */
+  /** Wake-ups asked for (monotonicNow ms, src/lib/clock.ts): work this process queued, deliveries it deferred. */
   private readonly wakes: number[] = [];
   private wakeEngine: (at: number) => void = () => {};
 
@@ -148,16 +148,16 @@ export class SimulatedRail implements Rail {
     let running: Promise<void> | undefined;
     const arm = () => {
       if (stopped || running) return;
-      const at = Math.min(Date.now() + safetyMs, ...this.wakes);
+      const at = Math.min(monotonicNow() + safetyMs, ...this.wakes);
       if (timer && timerAt <= at) return;
       if (timer) clearTimeout(timer);
       timerAt = at;
-      timer = setTimeout(run, Math.max(0, at - Date.now()));
+      timer = setTimeout(run, Math.max(0, at - monotonicNow()));
     };
     const run = () => {
       timer = undefined;
       timerAt = Infinity;
-      const now = Date.now();
+      const now = monotonicNow();
       for (let i = this.wakes.length - 1; i >= 0; i--) if (this.wakes[i]! <= now) this.wakes.splice(i, 1);
       running = this.tick({ claim: false })
         .catch((err: unknown) => log.error({ err, worker: 'rail-simulator' }, 'background worker tick failed'))
@@ -179,7 +179,7 @@ export class SimulatedRail implements Rail {
       start: () => {
         if (!stopped) return;
         stopped = false;
-        this.wakeEngine(Date.now());
+        this.wakeEngine(monotonicNow());
       },
       stop: async () => {
         stopped = true;
@@ -299,7 +299,7 @@ export class SimulatedRail implements Rail {
     };
     const wake = (taken: store.Taken) => {
       // This process's engine settles it when due (a crash: another process's safety-net poll).
-      if (taken.inserted) this.wakeEngine(Date.now() + (taken.ack === 'queued' ? this.options.protectionMs : this.options.settlementMs));
+      if (taken.inserted) this.wakeEngine(monotonicNow() + (taken.ack === 'queued' ? this.options.protectionMs : this.options.settlementMs));
       return taken;
     };
     try {
@@ -361,7 +361,7 @@ export class SimulatedRail implements Rail {
         resolved_at: settleNow ? now : null,
       });
       if (inserted && problem === null) await store.addReturned(tx, order.originalEndToEndId, order.amount);
-      if (inserted && row.due_at !== null) afterCommit(tx, () => this.wakeEngine(Date.now() + this.options.settlementMs));
+      if (inserted && row.due_at !== null) afterCommit(tx, () => this.wakeEngine(monotonicNow() + this.options.settlementMs));
       return row.status === 'settled' ? { status: 'settled', settledAt: row.resolved_at! } : { status: 'accepted' };
     });
   }
@@ -605,9 +605,9 @@ export class SimulatedRail implements Rail {
    * died waits at most that long, as before.
    */
   private claimDue = true;
-  /** When deliveries this process deferred after a failure fall due (real-time ms). */
+  /** When deliveries this process deferred after a failure fall due (monotonicNow ms). */
   private readonly claimAt: number[] = [];
-  /** When this process last claimed (real-time ms): a busy engine still claims every safetyMs. */
+  /** When this process last claimed (monotonicNow ms): a busy engine still claims every safetyMs. */
   private lastClaim = 0;
   private get safetyMs(): number {
     const fallback = this.options.clock === systemClock ? SAFETY_POLL_MS : TEST_CLOCK_POLL_MS;
@@ -626,7 +626,7 @@ export class SimulatedRail implements Rail {
     for (let round = 0; round < 20; round++) {
       const advanced: number = advance ? await this.advanceDue() : 0;
       let delivered = 0;
-      const now = Date.now();
+      const now = monotonicNow();
       // (A timer may fire a millisecond early: one wake-up step of slack.)
       if (now - this.lastClaim >= this.safetyMs - WAKE_STEP_MS) this.claimDue = true;
       if (this.claimAt.some((at) => at <= now)) {
@@ -673,7 +673,7 @@ export class SimulatedRail implements Rail {
   private async advance(tx: Sql, row: store.SimPaymentRow, now: Date): Promise<void> {
     if (row.status === 'protection') {
       await store.updatePayment(tx, row.end_to_end_id, { status: 'in_flight', due_at: new Date(now.getTime() + this.options.settlementMs) });
-      this.wakeEngine(Date.now() + this.options.settlementMs);
+      this.wakeEngine(monotonicNow() + this.options.settlementMs);
       await this.notify(tx, now, row.end_to_end_id, { kind: 'payment.accepted', endToEndId: row.end_to_end_id });
       return;
     }
@@ -784,8 +784,8 @@ export class SimulatedRail implements Rail {
         const backoff = Math.min(30_000, 100 * 2 ** Math.min(row.attempts, 9));
         log.warn({ err, notification: row.notification_id, attempts: row.attempts }, 'rail notification handler failed; will retry');
         await store.deferNotification(db, row.id, new Date(clock.now().getTime() + backoff), (err as Error)?.message ?? String(err));
-        this.claimAt.push(Date.now() + backoff);
-        this.wakeEngine(Date.now() + backoff);
+        this.claimAt.push(monotonicNow() + backoff);
+        this.wakeEngine(monotonicNow() + backoff);
       }),
     );
     // Applied notifications are deleted together (a crash before this redelivers them: the
@@ -798,8 +798,8 @@ export class SimulatedRail implements Rail {
    * them), so a sandbox call answers after its effect. Gives up after 10 s.
    */
   async deliverNow(notificationIds: string[]): Promise<void> {
-    const deadline = Date.now() + FLUSH_TIMEOUT_MS;
-    while (Date.now() < deadline) {
+    const deadline = monotonicNow() + FLUSH_TIMEOUT_MS;
+    while (monotonicNow() < deadline) {
       await this.tick();
       const left = await this.options.db.query('SELECT 1 FROM sim_notifications WHERE notification_id = ANY($1::text[]) LIMIT 1', [notificationIds]);
       if (left.length === 0) return;

@@ -162,7 +162,8 @@ export interface Schemas {
       [extra: string]: unknown;
     };
     request_id: string;
-    status: number;
+    /** The status answered; null when the operation committed and its answer was never recorded (the process stopped before answering) */
+    status: number | null;
   };
   Balance: {
     worked: true;
@@ -565,7 +566,7 @@ export interface Schemas {
     drop: boolean;
   };
   Readyz200: {
-    status: "ready";
+    status: "ready" | "degraded";
     checks: {
       [extra: string]: string;
     };

@@ -6,6 +6,7 @@ import { HttpDeliverer, type Resolver } from './http.js';
 import { EVENT_ALIASES } from './registration.js';
 import * as repo from './repository.js';
 import { Waker, wakeOn } from '../lib/wakeable.js';
+import { monotonicNow } from '../lib/clock.js';
 import { WAKE } from './repository.js';
 
 /**
@@ -145,7 +146,8 @@ class OutboxDispatcher implements BackgroundWorker {
   }
 
   private async loop_() {
-    let lastTick = 0;
+    // Monotonic: a wall-clock step back made the next tick as far away as the step (issue 24).
+    let lastTick = -Infinity;
     // Repairs: on the first tick; soon after a batch that wrote followers (a delivery not ready:
     // its head may have finished in a transaction that could not see it); every repairEveryMs
     // while events flow; and on safety-net ticks when idle.
@@ -154,13 +156,13 @@ class OutboxDispatcher implements BackgroundWorker {
     while (!this.stopped) {
       // Under load every committed event wakes the loop: ticks at most every dispatchSpacingMs
       // gather them in batches (one statement per batch, not per event).
-      const wait = lastTick + DEFAULTS.dispatchSpacingMs - Date.now();
+      const wait = lastTick + DEFAULTS.dispatchSpacingMs - monotonicNow();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      lastTick = Date.now();
+      lastTick = monotonicNow();
       let more = false;
       try {
         const r = await repo.dispatchOutbox(this.ctx.db, this.batch, EVENT_ALIASES);
-        const now = Date.now();
+        const now = monotonicNow();
         if (r.events > 0) {
           this.ctx.metrics?.eventsDispatched(r.names);
           // The sender has work only if deliveries were written (events no webhook takes make none).
@@ -178,7 +180,7 @@ class OutboxDispatcher implements BackgroundWorker {
         await this.waker.sleep(1_000);
         continue;
       }
-      if (!more) await this.waker.sleep(Math.max(0, Math.min(this.safetyNetMs, repairAt - Date.now())));
+      if (!more) await this.waker.sleep(Math.max(0, Math.min(this.safetyNetMs, repairAt - monotonicNow())));
     }
   }
 }

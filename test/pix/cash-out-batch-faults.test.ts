@@ -233,7 +233,12 @@ describe.each(BACKENDS)('cash-out batches under faults on %s', (backend) => {
           20_000,
         );
         expect(refused!.headers.get('retry-after')).toMatch(/^\d+$/);
-        expect(refused!.body).toEqual({ worked: false, detail: expect.stringMatching(/not executed/) });
+        expect(refused!.body).toEqual({
+          worked: false,
+          errors: { service_unavailable: expect.stringMatching(/not executed/) },
+          code: 'service_unavailable',
+          detail: expect.stringMatching(/not executed/),
+        });
         expect(answered.every((r) => r.status === 503)).toBe(true); // the others still wait for the lock
         await session.end('ROLLBACK');
         const all = await Promise.all([first, ...rest]);
