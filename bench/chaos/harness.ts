@@ -174,7 +174,7 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
         else await sleep(500);
       }
       catalog.subscribed = events;
-      const secret = `whsec_chaos_${randomBytes(16).toString('hex')}`;
+      const secret = `whsec_${randomBytes(24).toString('base64')}`;
       receiver.secrets.set(String(m.merchant_id), secret);
       // One registration: a retry after no answer could register a second webhook (two deliveries per event).
       const w = await merchant.post('/webhooks', { url: receiver.url(String(m.merchant_id)), events, secret, allow_insecure: true }, { sign: 'v1', timeoutMs: 10_000 });

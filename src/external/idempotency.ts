@@ -321,11 +321,13 @@ export class IdempotencyStore {
     }
     if (row.request_hash !== hash) return { kind: 'mismatch' };
     if (row.status === 'completed') return { kind: 'replay', answer: { statusCode: row.response_status!, body: row.response_body! } };
-    if (row.locked_until <= now) {
-      // The request that held it never answered (crashed): take the key over with a new token.
+    // The request that held it never answered (crashed): take the key over with a new token. A
+    // lease ending later than one taken now would was written before the wall clock stepped back:
+    // it is over too (the holder, if alive, loses the key: its writes check the token).
+    if (row.locked_until <= now || row.locked_until > lease) {
       const taken = await this.db.query<{ id: number }>(
         `UPDATE idempotency_keys SET owner_token = $2, locked_until = $3
-          WHERE id = $1 AND status = 'in_progress' AND locked_until <= $4 RETURNING id`,
+          WHERE id = $1 AND status = 'in_progress' AND (locked_until <= $4 OR locked_until > $3) RETURNING id`,
         [row.id, token, lease, now],
       );
       if (taken[0]) return { kind: 'claimed', claim: this.newClaim(scope, row.id, token, row.resource_id) };

@@ -27,3 +27,30 @@ export function isoNaive(date: Date): string {
 export function monotonicNow(): number {
   return performance.timeOrigin + performance.now();
 }
+
+/**
+ * Tells when the wall clock (`Clock`) went back: the first call, and every call after the clock
+ * fell behind the monotonic clock by more than `toleranceMs` since the previous call, answer true.
+ * Deadlines persisted on the wall clock (a lease, a due time) written before a backward step lie
+ * in the future by the step; a worker that sees true clamps the ones beyond their longest
+ * legitimate length (issue 24, item 16). Forward steps need nothing: deadlines fall due early.
+ */
+export class BackwardSteps {
+  private offset: number | undefined;
+  constructor(
+    private readonly clock: Clock,
+    private readonly toleranceMs = 1_000,
+  ) {}
+
+  seen(): boolean {
+    const offset = this.clock.now().getTime() - monotonicNow();
+    const before = this.offset;
+    if (before === undefined || offset < before - this.toleranceMs) {
+      this.offset = offset;
+      return true;
+    }
+    // Drift and forward steps move the reference up, so that only a later step back is seen.
+    if (offset > before) this.offset = offset;
+    return false;
+  }
+}

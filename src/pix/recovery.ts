@@ -59,7 +59,9 @@ export function pixWorkers(ctx: AppContext): BackgroundWorker[] {
           if (oldest === null) return undefined;
           // Not before a second from now: an order just sent again is not stale for 15 s, and one
           // stuck at stage 1 (the rail keeps failing) is not tried more than once a second.
-          return Math.max(1_000, oldest.getTime() + UNSENT_AFTER_MS - ctx.clock.now().getTime() + 5);
+          // (An `oldest` in the future was stamped before the wall clock stepped back: claimUnsent
+          // takes it past a minute ahead, so no wait is longer than that.)
+          return Math.max(1_000, Math.min(60_000, oldest.getTime() + UNSENT_AFTER_MS - ctx.clock.now().getTime() + 5));
         })
       : periodicWorker('pix-recovery', RECOVERY_POLL_MS, ctx.log, () => recoverUnsent(ctx));
   return [recovery];

@@ -131,14 +131,17 @@ export async function oldestUnsent(sql: Sql): Promise<Date | null> {
 
 /**
  * Claims outbound records left at stage 1 (accepted here, never acknowledged by the rail) since
- * before `staleBefore`, bumping `updated_at` so another process does not take them too.
+ * before `staleBefore`, bumping `updated_at` so another process does not take them too. A record
+ * whose `updated_at` lies more than a minute past `now` was stamped before the wall clock stepped
+ * back: it is claimed too, rather than waiting out the step.
  */
 export async function claimUnsent(sql: Sql, staleBefore: Date, now: Date, limit: number): Promise<OwnedTransaction[]> {
   return sql.query<OwnedTransaction>(
     `WITH c AS (
        UPDATE transactions SET updated_at = $2
         WHERE id IN (SELECT id FROM transactions
-                      WHERE statement_status = 'in_flight' AND stage = 1 AND updated_at < $1
+                      WHERE statement_status = 'in_flight' AND stage = 1
+                        AND (updated_at < $1 OR updated_at > $2::timestamptz + interval '1 minute')
                         AND kind IN ('cash_out', 'refund', 'med_refund')
                       ORDER BY updated_at LIMIT $3 FOR UPDATE SKIP LOCKED)
         RETURNING *)

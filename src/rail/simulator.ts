@@ -5,7 +5,7 @@ import type { Database, Sql } from '../db/db.js';
 import { afterCommit, UNIQUE_VIOLATION, sqlState } from '../db/db.js';
 import { bankName } from '../lib/banks.js';
 import { Batcher, type BatchObserver, type BatchOutcome } from '../lib/batcher.js';
-import { monotonicNow, systemClock, type Clock } from '../lib/clock.js';
+import { BackwardSteps, monotonicNow, systemClock, type Clock } from '../lib/clock.js';
 import { BASE_UNITS_PER_CENT } from '../lib/money.js';
 import {
   KeyAlreadyRegisteredError,
@@ -50,6 +50,10 @@ export interface SimulatorOptions {
 }
 
 const DELIVERY_LEASE_MS = 30_000;
+/** How often the engine looks for due times and leases a wall-clock step left in the future (one index probe). */
+const CLAMP_EVERY_MS = 10_000;
+/** Longest wait before a failed delivery is tried again. */
+const MAX_DELIVERY_BACKOFF_MS = 30_000;
 const DELIVERY_BATCH = 50;
 const DUE_BATCH = 200;
 const FLUSH_TIMEOUT_MS = 10_000;
@@ -622,6 +626,13 @@ export class SimulatedRail implements Rail {
    */
   async tick(options: { claim?: boolean } = {}): Promise<void> {
     if (options.claim ?? true) this.claimDue = true;
+    // A step back seen between two ticks clamps at once; one that came and went between two ticks
+    // (deadlines written on the stepped clock, no tick meanwhile) is found within CLAMP_EVERY_MS.
+    const stepped = (this.backwardSteps ??= new BackwardSteps(this.options.clock)).seen();
+    if (stepped || monotonicNow() - this.lastClamp >= CLAMP_EVERY_MS) {
+      this.lastClamp = monotonicNow();
+      await this.clampAfterStep();
+    }
     let advance = true;
     for (let round = 0; round < 20; round++) {
       const advanced: number = advance ? await this.advanceDue() : 0;
@@ -643,6 +654,24 @@ export class SimulatedRail implements Rail {
       if (advanced === 0 && delivered === 0) return;
       // Work that falls due later comes with its own wake-up; only a full batch means more is due.
       advance = advanced >= DUE_BATCH;
+    }
+  }
+
+  /** Sees the wall clock step back (the first tick counts: a step may predate this process). */
+  private backwardSteps: BackwardSteps | undefined;
+  /** When this process last looked for deadlines a clock step left in the future (monotonicNow ms). */
+  private lastClamp = 0;
+
+  /** Due times and leases that a backward step of the wall clock left in the future are due now. */
+  private async clampAfterStep(): Promise<void> {
+    const now = this.options.clock.now();
+    const slack = 1_000;
+    const dueHorizon = new Date(now.getTime() + Math.max(this.options.protectionMs, this.options.settlementMs) + slack);
+    const leaseHorizon = new Date(now.getTime() + Math.max(DELIVERY_LEASE_MS, MAX_DELIVERY_BACKOFF_MS) + slack);
+    const clamped = await store.clampFutureDeadlines(this.options.db, now, dueHorizon, leaseHorizon);
+    if (clamped.payments > 0 || clamped.notifications > 0) {
+      this.options.log.warn({ ...clamped }, 'rail simulator: the wall clock stepped back; due times and leases beyond their length are due now');
+      this.claimDue = true;
     }
   }
 
@@ -781,7 +810,7 @@ export class SimulatedRail implements Rail {
           return;
         }
         const err = outcome.error;
-        const backoff = Math.min(30_000, 100 * 2 ** Math.min(row.attempts, 9));
+        const backoff = Math.min(MAX_DELIVERY_BACKOFF_MS, 100 * 2 ** Math.min(row.attempts, 9));
         log.warn({ err, notification: row.notification_id, attempts: row.attempts }, 'rail notification handler failed; will retry');
         await store.deferNotification(db, row.id, new Date(clock.now().getTime() + backoff), (err as Error)?.message ?? String(err));
         this.claimAt.push(monotonicNow() + backoff);

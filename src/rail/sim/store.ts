@@ -156,6 +156,26 @@ export async function addReturned(sql: Sql, endToEndId: string, amount: number):
   await sql.query('UPDATE sim_payments SET returned_amount = returned_amount + $2 WHERE end_to_end_id = $1', [endToEndId, amount]);
 }
 
+/**
+ * After the wall clock stepped back (or on start): due times and delivery leases written on the
+ * clock before the step lie in the future by the step. Those beyond their longest legitimate length
+ * (`dueHorizon`: the longest protection or settlement wait from now; `leaseHorizon`: the delivery
+ * lease or the longest backoff from now) are due now. A notification released early is delivered
+ * again at worst, which the service's inbox makes a no-op. Each is one probe of an index (or of a
+ * short queue) when nothing lies beyond.
+ */
+export async function clampFutureDeadlines(sql: Sql, now: Date, dueHorizon: Date, leaseHorizon: Date): Promise<{ payments: number; notifications: number }> {
+  const [row] = await sql.query<{ payments: number; notifications: number }>(
+    `WITH p AS (
+       UPDATE sim_payments SET due_at = $1 WHERE status IN ('protection', 'in_flight') AND due_at > $2 RETURNING 1),
+     n AS (
+       UPDATE sim_notifications SET locked_until = NULL WHERE locked_until > $3 RETURNING 1)
+     SELECT (SELECT count(*) FROM p)::int AS payments, (SELECT count(*) FROM n)::int AS notifications`,
+    [now, dueHorizon, leaseHorizon],
+  );
+  return row ?? { payments: 0, notifications: 0 };
+}
+
 /** Claims due work (protection waits and settlements) of this instant, locking the rows. */
 export async function claimDuePayments(tx: Sql, now: Date, limit: number): Promise<SimPaymentRow[]> {
   return tx.query<SimPaymentRow>(
