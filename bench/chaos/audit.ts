@@ -612,12 +612,13 @@ export async function operatorAuditRows(q: Q, ops: Op[], rows: TxRow[], infracti
     effects.push({ what: `infraction ${i.id} opened`, key: `write|${i.id}` });
     if (i.decision) effects.push({ what: `infraction ${i.id} resolved ${i.decision}`, key: `resolve|${i.id}` });
   }
-  // A row whose status is NULL: the operation committed with its row, and the process died (or the
-  // status update failed) before the answer was recorded — the row does not name what it wrote, so
-  // each such row may stand for one unnamed effect of its kind (never more).
+  // A row whose status is NULL or 5xx: the operation committed with its row, and the process died
+  // (or the status update failed) before the answer was recorded, or the answer failed after the
+  // commit (a sandbox call whose notification was not applied within its 10 s) — such a row does not
+  // name what it wrote, so each may stand for one unnamed effect of its kind (never more).
   const unanswered = await q<{ kind: string; n: string }>(
     `SELECT CASE WHEN route LIKE '%/resolve' THEN 'resolve' ELSE 'write' END AS kind, count(*)::text AS n
-       FROM admin_audit_log WHERE status IS NULL GROUP BY 1`,
+       FROM admin_audit_log WHERE status IS NULL OR status >= 500 GROUP BY 1`,
   );
   const spare = new Map(unanswered.map((u) => [u.kind, Number(u.n)]));
   figures.audit_rows_unanswered = unanswered.reduce((n, u) => n + Number(u.n), 0);
