@@ -109,7 +109,10 @@ describe.each(BACKENDS)('chaos audit, checks of issue 24, on %s', (backend) => {
        VALUES ('E99999999202601010000GHOST0001', 'payment', 'outbound', 'PIXOUTGHOST', 1000, '99999999', '60746948', 'settled', now())`,
     );
     await query(`INSERT INTO ledger_transactions (kind, reference) VALUES ('cash_out_settle', 'PIXOUTNOWHERE')`);
+    // Past the limit: what the database's own backstop (migration 0700) refuses, planted with it off.
+    await query('ALTER TABLE cash_out_usage DISABLE TRIGGER cash_out_usage_within_limit');
     await query(`INSERT INTO cash_out_usage (account_id, window_kind, window_start, amount) VALUES ($1, 'night', now(), 60000)`, [accountId]);
+    await query('ALTER TABLE cash_out_usage ENABLE TRIGGER cash_out_usage_within_limit');
     await query(`DELETE FROM admin_audit_log WHERE target->>'transaction_id' = $1`, [paid.body.transaction_id]);
     const found = await audit({ query, ops: [acked], receipts: [], faultTimes: [], webhookIds: [], accounts });
     const checks = new Set(found.anomalies.map((a) => a.check));
