@@ -29,11 +29,13 @@ export function monotonicNow(): number {
 }
 
 /**
- * Tells when the wall clock (`Clock`) went back: the first call, and every call after the clock
- * fell behind the monotonic clock by more than `toleranceMs` since the previous call, answer true.
- * Deadlines persisted on the wall clock (a lease, a due time) written before a backward step lie
- * in the future by the step; a worker that sees true clamps the ones beyond their longest
- * legitimate length (issue 24, item 16). Forward steps need nothing: deadlines fall due early.
+ * Tells when the wall clock (`Clock`) went back: a call answers true when the clock fell behind the
+ * monotonic clock by more than `toleranceMs` since the previous call (the first call only takes
+ * its reference). Deadlines persisted on the wall clock (a lease, a due time) written before a
+ * backward step lie in the future by the step; a worker that sees true clamps the ones beyond
+ * their longest legitimate length (issue 24, item 16). Call it where such deadlines are written
+ * too, so that a step forward and back between two looks is still seen. Forward steps need
+ * nothing: deadlines fall due early.
  */
 export class BackwardSteps {
   private offset: number | undefined;
@@ -45,12 +47,16 @@ export class BackwardSteps {
   seen(): boolean {
     const offset = this.clock.now().getTime() - monotonicNow();
     const before = this.offset;
-    if (before === undefined || offset < before - this.toleranceMs) {
+    if (before === undefined || offset > before) {
+      // The first look, drift and forward steps move the reference up, so that only a later step
+      // back is seen.
+      this.offset = offset;
+      return false;
+    }
+    if (offset < before - this.toleranceMs) {
       this.offset = offset;
       return true;
     }
-    // Drift and forward steps move the reference up, so that only a later step back is seen.
-    if (offset > before) this.offset = offset;
     return false;
   }
 }

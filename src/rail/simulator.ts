@@ -50,8 +50,6 @@ export interface SimulatorOptions {
 }
 
 const DELIVERY_LEASE_MS = 30_000;
-/** How often the engine looks for due times and leases a wall-clock step left in the future (one index probe). */
-const CLAMP_EVERY_MS = 10_000;
 /** Longest wait before a failed delivery is tried again. */
 const MAX_DELIVERY_BACKOFF_MS = 30_000;
 const DELIVERY_BATCH = 50;
@@ -183,6 +181,7 @@ export class SimulatedRail implements Rail {
       start: () => {
         if (!stopped) return;
         stopped = false;
+        this.clampPending = true;
         this.wakeEngine(monotonicNow());
       },
       stop: async () => {
@@ -293,6 +292,7 @@ export class SimulatedRail implements Rail {
    */
   private async takePayments(orders: PaymentOrder[]): Promise<BatchOutcome<store.Taken>[]> {
     const { db, clock, institutionIspb } = this.options;
+    this.lookForBackwardStep();
     const now = clock.now();
     const terms: store.TakeTerms = {
       created_at: now,
@@ -323,6 +323,7 @@ export class SimulatedRail implements Rail {
 
   private async takeReturn(order: ReturnOrder): Promise<ReturnAck> {
     const { db, clock } = this.options;
+    this.lookForBackwardStep();
     const existing = await store.findPayment(db, order.endToEndId);
     if (existing) return existing.status === 'settled' ? { status: 'settled', settledAt: existing.resolved_at! } : { status: 'accepted' };
     return db.transaction(async (tx) => {
@@ -626,11 +627,8 @@ export class SimulatedRail implements Rail {
    */
   async tick(options: { claim?: boolean } = {}): Promise<void> {
     if (options.claim ?? true) this.claimDue = true;
-    // A step back seen between two ticks clamps at once; one that came and went between two ticks
-    // (deadlines written on the stepped clock, no tick meanwhile) is found within CLAMP_EVERY_MS.
-    const stepped = (this.backwardSteps ??= new BackwardSteps(this.options.clock)).seen();
-    if (stepped || monotonicNow() - this.lastClamp >= CLAMP_EVERY_MS) {
-      this.lastClamp = monotonicNow();
+    if (this.sawBackwardStep() || this.clampPending) {
+      this.clampPending = false;
       await this.clampAfterStep();
     }
     let advance = true;
@@ -659,8 +657,27 @@ export class SimulatedRail implements Rail {
 
   /** Sees the wall clock step back (the first tick counts: a step may predate this process). */
   private backwardSteps: BackwardSteps | undefined;
-  /** When this process last looked for deadlines a clock step left in the future (monotonicNow ms). */
-  private lastClamp = 0;
+  /**
+   * Look for deadlines a clock step left in the future on the next tick: when the engine starts (a
+   * step may predate this process, whose deadlines another process wrote) and when a step back was
+   * seen outside a tick.
+   */
+  private clampPending = false;
+
+  /**
+   * Whether the wall clock stepped back since the last look; looked at by every tick and wherever
+   * a deadline is written (a step forward and back between two ticks is seen too).
+   */
+  private sawBackwardStep(): boolean {
+    return (this.backwardSteps ??= new BackwardSteps(this.options.clock)).seen();
+  }
+
+  /** Where deadlines are written: a step back seen here is clamped by the next tick. */
+  private lookForBackwardStep(): void {
+    if (!this.sawBackwardStep()) return;
+    this.clampPending = true;
+    this.wakeEngine(monotonicNow());
+  }
 
   /** Due times and leases that a backward step of the wall clock left in the future are due now. */
   private async clampAfterStep(): Promise<void> {
