@@ -614,14 +614,22 @@ export async function operatorAuditRows(q: Q, ops: Op[], rows: TxRow[], infracti
   }
   // A row whose status is NULL or 5xx: the operation committed with its row, and the process died
   // (or the status update failed) before the answer was recorded, or the answer failed after the
-  // commit (a sandbox call whose notification was not applied within its 10 s) — such a row does not
-  // name what it wrote, so each may stand for one unnamed effect of its kind (never more).
-  const unanswered = await q<{ kind: string; n: string }>(
-    `SELECT CASE WHEN route LIKE '%/resolve' THEN 'resolve' ELSE 'write' END AS kind, count(*)::text AS n
-       FROM admin_audit_log WHERE status IS NULL OR status >= 500 GROUP BY 1`,
+  // commit (a sandbox call whose notification was not applied within its 10 s); and a 2xx row whose
+  // answer named no id (a payout return answered before the service had applied it) — such a row
+  // does not name what it wrote, so each may stand for one unnamed effect of its kind (never more).
+  const loose = await q<{ route: string; status: number | null; target: Record<string, unknown> | null }>(
+    'SELECT route, status, target FROM admin_audit_log WHERE status IS NULL OR status >= 500 OR status BETWEEN 200 AND 299',
   );
-  const spare = new Map(unanswered.map((u) => [u.kind, Number(u.n)]));
-  figures.audit_rows_unanswered = unanswered.reduce((n, u) => n + Number(u.n), 0);
+  const spare = new Map<string, number>();
+  let unanswered = 0;
+  for (const r of loose) {
+    const namesOne = ['transaction_id', 'id', 'infraction_id'].some((f) => typeof r.target?.[f] === 'string');
+    if (r.status !== null && r.status < 300 && namesOne) continue;
+    if (r.status === null || r.status >= 500) unanswered++;
+    const kind = r.route.endsWith('/resolve') ? 'resolve' : 'write';
+    spare.set(kind, (spare.get(kind) ?? 0) + 1);
+  }
+  figures.audit_rows_unanswered = unanswered;
   let missing = 0;
   for (const e of effects) {
     if (named.has(e.key)) continue;
