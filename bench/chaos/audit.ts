@@ -624,7 +624,8 @@ export async function operatorAuditRows(q: Q, ops: Op[], rows: TxRow[], infracti
   let unanswered = 0;
   for (const r of loose) {
     const namesOne = ['transaction_id', 'id', 'infraction_id'].some((f) => typeof r.target?.[f] === 'string');
-    if (r.status !== null && r.status < 300 && namesOne) continue;
+    // (Only the payout return answers 2xx without naming its effect; any other 2xx row must name it.)
+    if (r.status !== null && r.status < 300 && (namesOne || !r.route.endsWith('/return'))) continue;
     if (r.status === null || r.status >= 500) unanswered++;
     const kind = r.route.endsWith('/resolve') ? 'resolve' : 'write';
     spare.set(kind, (spare.get(kind) ?? 0) + 1);
