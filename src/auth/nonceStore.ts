@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { Database } from '../db/db.js';
+import { RELAXED_COMMIT, type Database } from '../db/db.js';
 import { Batcher, type BatchObserver, type BatchOutcome } from '../lib/batcher.js';
 import type { Clock } from '../lib/clock.js';
 import { RedisFixedWindow, type FixedWindowCounter, type WindowHit } from '../ratelimit/fixedWindow.js';
@@ -38,7 +38,8 @@ const RECORDS_IN_FLIGHT = 2;
  * (409) for its whole lifetime, and a byte-identical repeat still reaches the idempotency check.
  *
  * Cost: group commit (src/lib/batcher.ts) — the nonces of one event-loop turn, and those that
- * arrive while two statements are running, go in one INSERT; a fresh nonce is one row of it. Only
+ * arrive while two statements are running, go in one INSERT, whose commit waits for no disk
+ * flush (see `record`); a fresh nonce is one row of it. Only
  * a nonce already there (a repeat, or a reuse the fast store had forgotten) costs a second
  * statement to read what it was claimed with.
  */
@@ -73,20 +74,25 @@ export class DurableNonces {
 
   /**
    * One INSERT for a batch: rows in key order (two batches never deadlock), a key twice in the
-   * batch goes to the item that came first, and an expired record is taken over. The items whose
+   * batch goes to the item that came first, and an expired record is taken over. Its commit does
+   * not wait for the disk (RELAXED_COMMIT): the record is visible to every connection at once,
+   * and durable — on the primary and on a synchronous standby — before anything runs under the
+   * nonce, because the request's next write (its Idempotency-Key claim, a synchronous commit)
+   * flushes the WAL through it. A crash of the database can lose only the records of requests
+   * that had written nothing after them: requests that executed nothing. The items whose
    * nonce was already recorded (nothing returned for them) read its fingerprint in a second
    * statement, which sees a record committed by a concurrent batch that the INSERT waited for.
    */
   private async record(items: readonly NonceRecord[]): Promise<BatchOutcome<string>[]> {
     const now = this.clock.now();
     const inserted = await this.db.query<{ client_id: string; nonce: string; fingerprint: string }>(
-      `WITH x AS (
+      `WITH ${RELAXED_COMMIT}, x AS (
          SELECT DISTINCT ON (client_id, nonce) client_id, nonce, fingerprint, expires_at
            FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) WITH ORDINALITY AS x(client_id, nonce, fingerprint, expires_at, n)
           ORDER BY client_id, nonce, n
        )
        INSERT INTO request_nonces AS r (client_id, nonce, fingerprint, expires_at)
-       SELECT client_id, nonce, fingerprint, expires_at FROM x ORDER BY client_id, nonce
+       SELECT client_id, nonce, fingerprint, expires_at FROM x CROSS JOIN relaxed_commit ORDER BY client_id, nonce
        ON CONFLICT (client_id, nonce) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, expires_at = EXCLUDED.expires_at
         WHERE r.expires_at <= $5
        RETURNING r.client_id, r.nonce, r.fingerprint`,
