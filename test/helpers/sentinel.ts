@@ -20,6 +20,8 @@ export interface SentinelLab {
   master(): Promise<Redis>;
   /** SENTINEL FAILOVER, then waits until the sentinels name the other node and it is a master. */
   failover(): Promise<{ from: number; to: number }>;
+  /** SIGKILL to the master's process, then waits until the sentinels have promoted the replica. */
+  killMaster(): Promise<{ from: number; to: number }>;
   stop(): Promise<void>;
 }
 
@@ -70,6 +72,7 @@ async function withConnection<T>(port: number, fn: (r: Redis) => Promise<T>): Pr
 export async function startSentinelLab(): Promise<SentinelLab> {
   const dir = mkdtempSync(join(tmpdir(), 'pixgate-sentinel-'));
   const procs: ChildProcess[] = [];
+  const byPort = new Map<number, ChildProcess>();
   const opened: Redis[] = [];
   const masterName = 'pixgate-test';
   // Killed with the test process too, should a test end before its stop().
@@ -82,6 +85,7 @@ export async function startSentinelLab(): Promise<SentinelLab> {
     spawnSync('mkdir', ['-p', data]);
     const p = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', data, ...extra], { stdio: 'ignore' });
     procs.push(p);
+    byPort.set(port, p);
   };
   server(p1, []);
   server(p2, ['--replicaof', '127.0.0.1', String(p1)]);
@@ -149,6 +153,16 @@ export async function startSentinelLab(): Promise<SentinelLab> {
           return role[0] === 'slave' && Number(role[2]) === to && role[3] === 'connected' ? true : undefined;
         }),
       );
+      return { from, to };
+    },
+    async killMaster() {
+      const from = await masterPort();
+      byPort.get(from)!.kill('SIGKILL');
+      const to = await until('the sentinels to promote the replica', async () => {
+        const port = await masterPort();
+        return port !== from ? port : undefined;
+      });
+      await until('the new master to accept writes', () => withConnection(to, async (r) => ((await r.call('ROLE')) as string[])[0] === 'master' ? true : undefined));
       return { from, to };
     },
     async stop() {

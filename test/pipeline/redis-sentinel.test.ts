@@ -9,7 +9,8 @@ import { executions, pipelineTestRoutes } from './testRoutes.js';
  * Redis through Sentinel (REDIS_SENTINELS, REDIS_MASTER_NAME; issue 25): pixgate finds the master
  * the sentinels name, follows a failover to the replica they promote, and a v2 nonce accepted
  * before the failover is refused for other content after it — also once the new master has lost
- * every key (FLUSHALL): the nonces are recorded in the database.
+ * every key (FLUSHALL): the nonces are recorded in the database. Failovers: SENTINEL FAILOVER (a
+ * planned switch), and a master killed with SIGKILL.
  *
  * Needs redis-server and redis-sentinel (Debian: redis-server, redis-sentinel; .ci/run installs
  * them). Everything runs on free ports in a temporary folder, never on the machine's Redis.
@@ -88,4 +89,28 @@ describe.runIf(!unavailable)('Redis Sentinel', () => {
       expect(await executions(s.ctx, m.client.clientId)).toBe(executed + 1); // the fresh request only
     }, 90_000);
   });
+
+  it('the master killed (SIGKILL): pixgate finds the promoted replica, and the nonce accepted before is refused', async () => {
+    const s = await startTestServer({
+      backend: BACKENDS[0],
+      env: { REDIS_SENTINELS: lab.sentinels, REDIS_MASTER_NAME: lab.masterName, REDIS_COMMAND_TIMEOUT_MS: '500' },
+      externalPlugins: [pipelineTestRoutes],
+    });
+    try {
+      const m = await merchantWithKey(s);
+      const nonce = `killed-master-${Date.now()}`;
+      expect((await once(() => m.client.post('/test/execute', { amount: 7 }, { sign: 'v2', nonce }))).status).toBe(201);
+      const executed = await executions(s.ctx, m.client.clientId);
+      const { to } = await lab.killMaster();
+      const fresh = await once(() => m.client.post('/test/execute', { amount: 8 }, { sign: 'v2' }), 30_000);
+      expect(fresh.status).toBe(201);
+      expect(await lab.masterPort()).toBe(to);
+      const reuse = await once(() => m.client.post('/test/execute', { amount: 9 }, { sign: 'v2', nonce }));
+      expect(reuse.status).toBe(409);
+      expect(reuse.body).toEqual(detail('X-Request-Nonce was already used for a different request'));
+      expect(await executions(s.ctx, m.client.clientId)).toBe(executed + 1);
+    } finally {
+      await s.close();
+    }
+  }, 90_000);
 });
