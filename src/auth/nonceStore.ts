@@ -8,6 +8,11 @@ import { RedisFixedWindow, type FixedWindowCounter, type WindowHit } from '../ra
  * Replay protection for signature v2. A nonce is claimed atomically with a fingerprint of what it
  * signed; claiming it again with the same fingerprint is a byte-identical repeat (allowed through
  * to the idempotency stage), with another fingerprint a replay attack (409).
+ *
+ * Two tiers: a fast store answers first (Redis, shared by every process; or process memory), and
+ * a nonce it lets through is then recorded in the database (DurableNonces), whose answer decides.
+ * Redis may forget (a failover to a replica that missed the last writes, a flush, a new Redis; a
+ * restart for process memory); the database does not, for the nonce's whole lifetime.
  */
 export type NonceClaim = 'claimed' | 'repeat' | 'conflict';
 
@@ -154,8 +159,13 @@ async function confirmDurably(
   } catch (err) {
     throw new NonceStoreUnavailableError(`nonce store unavailable: ${(err as Error).message}`);
   }
-  if (result.claim === 'conflict') await repair(result.fingerprint).catch(() => {});
-  return result.claim === 'conflict' ? 'conflict' : fast === 'repeat' || result.claim === 'repeat' ? 'repeat' : 'claimed';
+  if (result.claim === 'conflict') {
+    // The fast store had forgotten the nonce: it gets back what the nonce was claimed with.
+    await repair(result.fingerprint).catch(() => {});
+    return 'conflict';
+  }
+  // Seen before with this fingerprint by either store: a byte-identical repeat.
+  return fast === 'repeat' || result.claim === 'repeat' ? 'repeat' : 'claimed';
 }
 
 /** In-process store (single process, no REDIS_URL). Expired entries are swept as it is used. */
