@@ -14,6 +14,8 @@ export interface Config {
   dataDir: string;
   databaseUrl: string | undefined;
   redisUrl: string | undefined;
+  /** REDIS_SENTINELS and REDIS_MASTER_NAME: Redis found through Sentinel (exclusive with REDIS_URL). */
+  redisSentinel: RedisSentinelConfig | undefined;
   /**
    * REDIS_COMMAND_TIMEOUT_MS: a Redis command unanswered for this long fails, and a connection
    * silent for this long with commands pending is reopened (a hung Redis behaves like a stopped one).
@@ -77,6 +79,45 @@ export interface DbLimits {
   lockTimeoutMs: number;
   /** idle_in_transaction_session_timeout (DB_IDLE_IN_TRANSACTION_TIMEOUT_MS). */
   idleInTransactionTimeoutMs: number;
+}
+
+export interface RedisSentinelConfig {
+  /** REDIS_SENTINELS: `host:port,host:port,…` (IPv6 hosts in brackets). */
+  sentinels: { host: string; port: number }[];
+  /** REDIS_MASTER_NAME: the name the sentinels monitor the master under. */
+  masterName: string;
+  /** REDIS_SENTINEL_PASSWORD: sent to the sentinels (`requirepass` of sentinel.conf). */
+  sentinelPassword: string | undefined;
+  /** REDIS_PASSWORD: sent to the master the sentinels name. */
+  password: string | undefined;
+}
+
+/** Whether a Redis is configured (REDIS_URL or REDIS_SENTINELS). */
+export function redisConfigured(config: Pick<Config, 'redisUrl' | 'redisSentinel'>): boolean {
+  return config.redisUrl !== undefined || config.redisSentinel !== undefined;
+}
+
+function readSentinels(env: Env): RedisSentinelConfig | undefined {
+  const list = nonEmpty(env, 'REDIS_SENTINELS');
+  const masterName = nonEmpty(env, 'REDIS_MASTER_NAME');
+  const sentinelPassword = nonEmpty(env, 'REDIS_SENTINEL_PASSWORD');
+  const password = nonEmpty(env, 'REDIS_PASSWORD');
+  if (list === undefined) {
+    if (masterName !== undefined) throw new ConfigError('REDIS_MASTER_NAME requires REDIS_SENTINELS');
+    if (sentinelPassword !== undefined || password !== undefined) {
+      throw new ConfigError('REDIS_PASSWORD and REDIS_SENTINEL_PASSWORD apply to REDIS_SENTINELS only (with REDIS_URL the password goes in the URL)');
+    }
+    return undefined;
+  }
+  if (masterName === undefined) throw new ConfigError('REDIS_SENTINELS requires REDIS_MASTER_NAME');
+  const sentinels = readList(env, 'REDIS_SENTINELS').map((entry) => {
+    const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.\-_]+)):(\d{1,5})$/.exec(entry);
+    const port = m ? Number(m[3]) : NaN;
+    if (!m || !(port >= 1 && port <= 65535)) throw new ConfigError(`REDIS_SENTINELS entry "${entry}" is not host:port`);
+    return { host: (m[1] ?? m[2])!, port };
+  });
+  if (sentinels.length === 0) throw new ConfigError('REDIS_SENTINELS must list at least one host:port');
+  return { sentinels, masterName, sentinelPassword, password };
 }
 
 export interface RetentionConfig {
@@ -182,6 +223,9 @@ export function parseConfig(env: Env = process.env): Config {
   if (redisUrl !== undefined && !/^rediss?:\/\//.test(redisUrl)) {
     throw new ConfigError('REDIS_URL must start with redis:// or rediss://');
   }
+  const redisSentinel = readSentinels(env);
+  if (redisUrl !== undefined && redisSentinel !== undefined) throw new ConfigError('Set REDIS_URL or REDIS_SENTINELS, not both');
+  const hasRedis = redisUrl !== undefined || redisSentinel !== undefined;
 
   let adminToken = nonEmpty(env, 'ADMIN_TOKEN');
   let adminTokenGenerated = false;
@@ -193,7 +237,7 @@ export function parseConfig(env: Env = process.env): Config {
     if (adminToken === undefined) throw new ConfigError('APP_ENV=production requires ADMIN_TOKEN');
     // v2 nonces (and rate-limit windows) must be shared by every instance behind a balancer:
     // process memory would let two instances each accept one nonce.
-    if (redisUrl === undefined) throw new ConfigError('APP_ENV=production requires REDIS_URL (shared replay protection)');
+    if (!hasRedis) throw new ConfigError('APP_ENV=production requires REDIS_URL or REDIS_SENTINELS (shared replay protection)');
   }
   if (adminToken === undefined) {
     if (appEnv !== 'local') throw new ConfigError(`APP_ENV=${appEnv} requires ADMIN_TOKEN`);
@@ -233,8 +277,8 @@ export function parseConfig(env: Env = process.env): Config {
   }
 
   const webConcurrency = readInt(env, 'WEB_CONCURRENCY', 1, 1, 64);
-  if (webConcurrency > 1 && (databaseUrl === undefined || redisUrl === undefined)) {
-    throw new ConfigError('WEB_CONCURRENCY above 1 requires DATABASE_URL and REDIS_URL');
+  if (webConcurrency > 1 && (databaseUrl === undefined || !hasRedis)) {
+    throw new ConfigError('WEB_CONCURRENCY above 1 requires DATABASE_URL and REDIS_URL (or REDIS_SENTINELS)');
   }
 
   const metricsPort = nonEmpty(env, 'METRICS_PORT') === undefined ? undefined : readInt(env, 'METRICS_PORT', 0, 0, 65535);
@@ -280,6 +324,7 @@ export function parseConfig(env: Env = process.env): Config {
     dataDir: nonEmpty(env, 'DATA_DIR') ?? './data',
     databaseUrl,
     redisUrl,
+    redisSentinel,
     redisCommandTimeoutMs: readInt(env, 'REDIS_COMMAND_TIMEOUT_MS', 1_000, 10, 60_000),
     readyzRedis,
     adminToken,

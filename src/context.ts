@@ -25,7 +25,7 @@ export interface BackgroundWorker {
 export interface AppContext {
   config: Config;
   db: Database;
-  /** Set when REDIS_URL is configured. */
+  /** Set when REDIS_URL or REDIS_SENTINELS is configured. */
   redis: Redis | undefined;
   clock: Clock;
   log: Logger;
@@ -35,7 +35,7 @@ export interface AppContext {
   workers: BackgroundWorker[];
   /** Fixed-window rate-limit counters: Redis when configured, process memory otherwise. */
   rateCounter: FixedWindowCounter;
-  /** Signature-v2 nonces: Redis when configured, process memory otherwise. */
+  /** Signature-v2 nonces: Redis when configured, process memory otherwise; recorded in the database too (DurableNonces). */
   nonces: NonceStore;
   idempotency: IdempotencyStore;
   /** API keys and central keys read for authentication, invalidated by NOTIFY (src/auth/credentialCache.ts). */

@@ -19,7 +19,7 @@ export const healthApi = defineRoutes({
     tag: 'Health',
     summary: 'The database and (when configured) Redis answer',
     description:
-      'Ready (200) when the database answers and, when `REDIS_URL` is configured, Redis answers too (operator contract); 503 `not ready` otherwise. With `READYZ_REDIS=degraded`, Redis (rate-limit windows, signature-v2 nonces) down or hung leaves the instance ready with `status: degraded` and `checks.redis: unavailable`: every instance shares that Redis, so taking them all out of a balancer turns a partial degradation (rate limiter open, v2 signatures answered 503) into a full outage.',
+      'Ready (200) when the database answers and, when `REDIS_URL` or `REDIS_SENTINELS` is configured, Redis answers too (operator contract); 503 `not ready` otherwise. With `READYZ_REDIS=degraded`, Redis (rate-limit windows, signature-v2 nonces) down or hung leaves the instance ready with `status: degraded` and `checks.redis: unavailable`: every instance shares that Redis, so taking them all out of a balancer turns a partial degradation (rate limiter open, v2 signatures answered 503) into a full outage.',
     responses: {
       200: { description: 'Ready (`degraded`: Redis unavailable)', schema: z.object({ status: z.enum(['ready', 'degraded']), checks: z.record(z.string(), z.string()) }) },
       503: { description: 'Not ready', schema: z.object({ status: z.literal('not ready'), checks: z.record(z.string(), z.string()) }) },

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import pino, { type Logger } from 'pino';
 import { buildApp } from './app.js';
-import type { Config } from './config.js';
+import { redisConfigured, type Config } from './config.js';
 import type { AppContext } from './context.js';
 import { wakeLocal, type Database } from './db/db.js';
 import { limitConcurrency } from './db/limit.js';
@@ -14,7 +14,7 @@ import { loggerOptions } from './logger.js';
 import { SimulatedRail } from './rail/simulator.js';
 import { withDeadline } from './rail/rail.js';
 import { CredentialCache } from './auth/credentialCache.js';
-import { MemoryNonceStore, RedisNonceStore } from './auth/nonceStore.js';
+import { DurableNonces, MemoryNonceStore, RedisNonceStore } from './auth/nonceStore.js';
 import { IdempotencyStore } from './external/idempotency.js';
 import type { ExternalPlugin } from './external/routes.js';
 import { periodicWorker } from './lib/periodic.js';
@@ -74,12 +74,13 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   if (tokenKept) config = { ...config, adminToken: stored!.admin_token! };
   const ownsDatabase = options.ownsDatabase ?? options.db === undefined;
   let redis = options.redis;
-  const ownsRedis = redis === undefined && config.redisUrl !== undefined;
+  const ownsRedis = redis === undefined && redisConfigured(config);
   try {
     const applied = await migrate(db);
     if (applied.length) log.info({ migrations: applied }, 'database migrated');
     if (ownsRedis) {
-      redis = openRedis(config.redisUrl!, { commandTimeoutMs: config.redisCommandTimeoutMs, log });
+      const target = config.redisSentinel ? { sentinel: config.redisSentinel } : { url: config.redisUrl! };
+      redis = openRedis(target, { commandTimeoutMs: config.redisCommandTimeoutMs, log });
       await redis.connect();
     }
   } catch (err) {
@@ -103,6 +104,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     seed: config.simSeed,
     observeBatch: (name) => metrics.batchObserver(name),
   });
+  // Every v2 nonce the fast store lets through is also recorded in the database (issue 25).
+  const durableNonces = new DurableNonces(db, clock, { observeBatch: (name) => metrics.batchObserver(name) });
   const ctx: AppContext = {
     config,
     db,
@@ -113,7 +116,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     institutionName: INSTITUTION_NAME,
     workers: [],
     rateCounter: redis ? new RedisFixedWindow(redis, clock) : new MemoryFixedWindow(clock),
-    nonces: redis ? new RedisNonceStore(redis) : new MemoryNonceStore(clock),
+    nonces: redis ? new RedisNonceStore(redis, durableNonces) : new MemoryNonceStore(clock, durableNonces),
     idempotency: new IdempotencyStore(db, clock, { leaseMs: config.idempotencyLeaseMs, observeBatch: (name) => metrics.batchObserver(name) }),
     credentials: new CredentialCache(config.authCacheTtlMs),
     metrics,

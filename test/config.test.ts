@@ -77,6 +77,32 @@ describe('config', () => {
     expect(custom.retention.eventDays).toBe(90);
   });
 
+  it('Redis through Sentinel: REDIS_SENTINELS and REDIS_MASTER_NAME (passwords optional) satisfy production and WEB_CONCURRENCY', () => {
+    const c = parseConfig({
+      APP_ENV: 'production',
+      DATABASE_URL: 'postgres://h/db',
+      ADMIN_TOKEN: 'a-long-enough-admin-token',
+      REDIS_SENTINELS: 's1.internal:26379, 10.0.0.2:26380,[::1]:26381',
+      REDIS_MASTER_NAME: 'pixgate',
+      REDIS_PASSWORD: 'master-secret',
+      REDIS_SENTINEL_PASSWORD: 'sentinel-secret',
+      WEB_CONCURRENCY: '2',
+    });
+    expect(c.redisUrl).toBeUndefined();
+    expect(c.redisSentinel).toEqual({
+      sentinels: [
+        { host: 's1.internal', port: 26379 },
+        { host: '10.0.0.2', port: 26380 },
+        { host: '::1', port: 26381 },
+      ],
+      masterName: 'pixgate',
+      password: 'master-secret',
+      sentinelPassword: 'sentinel-secret',
+    });
+    expect(parseConfig({ REDIS_SENTINELS: 'h:1', REDIS_MASTER_NAME: 'm' }).redisSentinel).toEqual({ sentinels: [{ host: 'h', port: 1 }], masterName: 'm', password: undefined, sentinelPassword: undefined });
+    expect(parseConfig({}).redisSentinel).toBeUndefined();
+  });
+
   it.each([
     [{ PORT: 'abc' }, 'PORT must be a whole number, got "abc"'],
     [{ PORT: '70000' }, 'PORT must be between 0 and 65535, got 70000'],
@@ -94,6 +120,14 @@ describe('config', () => {
     [{ WEB_CONCURRENCY: '0' }, 'WEB_CONCURRENCY must be between 1 and 64, got 0'],
     [{ DATABASE_URL: 'mysql://h/db' }, 'DATABASE_URL must start with postgres:// or postgresql://'],
     [{ REDIS_URL: 'localhost:6379' }, 'REDIS_URL must start with redis:// or rediss://'],
+    [{ REDIS_SENTINELS: 's1:26379' }, 'REDIS_SENTINELS requires REDIS_MASTER_NAME'],
+    [{ REDIS_MASTER_NAME: 'mymaster' }, 'REDIS_MASTER_NAME requires REDIS_SENTINELS'],
+    [{ REDIS_SENTINELS: 's1', REDIS_MASTER_NAME: 'm' }, 'REDIS_SENTINELS entry "s1" is not host:port'],
+    [{ REDIS_SENTINELS: 's1:0', REDIS_MASTER_NAME: 'm' }, 'REDIS_SENTINELS entry "s1:0" is not host:port'],
+    [{ REDIS_SENTINELS: 'redis://s1:26379', REDIS_MASTER_NAME: 'm' }, 'REDIS_SENTINELS entry "redis://s1:26379" is not host:port'],
+    [{ REDIS_SENTINELS: ' , ', REDIS_MASTER_NAME: 'm' }, 'REDIS_SENTINELS must list at least one host:port'],
+    [{ REDIS_URL: 'redis://h:6379', REDIS_SENTINELS: 's1:26379', REDIS_MASTER_NAME: 'm' }, 'Set REDIS_URL or REDIS_SENTINELS, not both'],
+    [{ REDIS_URL: 'redis://h:6379', REDIS_PASSWORD: 'secret' }, 'REDIS_PASSWORD and REDIS_SENTINEL_PASSWORD apply to REDIS_SENTINELS only'],
     [{ ADMIN_TOKEN: 'short' }, 'ADMIN_TOKEN must be at least 16 characters'],
     [{ RAIL_TIMEOUT_MS: '60000' }, 'RAIL_TIMEOUT_MS (60000) must be shorter than IDEMPOTENCY_LEASE_MS (60000)'],
     [{ RAIL_TIMEOUT_MS: '500', IDEMPOTENCY_LEASE_MS: '400' }, 'RAIL_TIMEOUT_MS (500) must be shorter than IDEMPOTENCY_LEASE_MS (400)'],

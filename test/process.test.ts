@@ -87,9 +87,9 @@ describe('the pixgate process (embedded database)', () => {
 
   it.each([
     [{ PORT: 'abc' }, 'pixgate: configuration error: PORT must be a whole number, got "abc"'],
-    [{ WEB_CONCURRENCY: '2' }, 'pixgate: configuration error: WEB_CONCURRENCY above 1 requires DATABASE_URL and REDIS_URL'],
+    [{ WEB_CONCURRENCY: '2' }, 'pixgate: configuration error: WEB_CONCURRENCY above 1 requires DATABASE_URL and REDIS_URL (or REDIS_SENTINELS)'],
     [{ APP_ENV: 'production', ADMIN_TOKEN }, 'pixgate: configuration error: APP_ENV=production requires DATABASE_URL'],
-    [{ APP_ENV: 'production', ADMIN_TOKEN, DATABASE_URL: 'postgres://127.0.0.1:1/none' }, 'pixgate: configuration error: APP_ENV=production requires REDIS_URL (shared replay protection)'],
+    [{ APP_ENV: 'production', ADMIN_TOKEN, DATABASE_URL: 'postgres://127.0.0.1:1/none' }, 'pixgate: configuration error: APP_ENV=production requires REDIS_URL or REDIS_SENTINELS (shared replay protection)'],
   ])('stops at start with one clear line for %j', async (env, line) => {
     const p = spawnPixgate({ DATA_DIR: tempDir(), ...env });
     const { code } = await p.exited;

@@ -131,7 +131,7 @@ export class Metrics {
     });
     new client.Gauge({
       name: `${PREFIX}redis_up`,
-      help: 'Whether the Redis connection is ready (1) or down, hung or reconnecting (0): requests still work, with the rate limiter open and signature v2 answered 503; absent without REDIS_URL',
+      help: 'Whether the Redis connection is ready (1) or down, hung or reconnecting (0): requests still work, with the rate limiter open and signature v2 answered 503; absent without REDIS_URL or REDIS_SENTINELS',
       registers,
       aggregator: 'min', // a cluster reports 0 when any worker has lost its Redis
       collect() {

@@ -82,3 +82,14 @@ export async function purgeLimitWindows(sql: Sql, cutoff: Date, batch: number): 
   );
   return rows.length;
 }
+
+/** Signature-v2 nonce records past their expiry (src/auth/nonceStore.ts), oldest first, by the expires_at index. */
+export async function purgeNonces(sql: Sql, now: Date, batch: number): Promise<number> {
+  const rows = await sql.query(
+    `DELETE FROM request_nonces WHERE (client_id, nonce) IN (
+       SELECT client_id, nonce FROM request_nonces WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2
+     ) RETURNING 1`,
+    [now, batch],
+  );
+  return rows.length;
+}

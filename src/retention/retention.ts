@@ -13,6 +13,7 @@ export interface RetentionReport {
   events: number;
   sim_payments: number;
   limit_windows: number;
+  nonces: number;
 }
 
 /**
@@ -26,6 +27,8 @@ export interface RetentionReport {
  *   sim_payments         RETENTION_SIM_DAYS after settling or being rejected (default 100: past the
  *                        90-day return window and the MED window)
  *   cash-out limit windows  3 days after they started (a window lasts at most a day)
+ *   signature-v2 nonces  once they expire (10 minutes after their claim: the timestamp check
+ *                        refuses them from then on)
  */
 export async function runRetention(ctx: Pick<AppContext, 'db' | 'clock' | 'config'>): Promise<RetentionReport> {
   const r = ctx.config.retention;
@@ -44,6 +47,7 @@ export async function runRetention(ctx: Pick<AppContext, 'db' | 'clock' | 'confi
     events: await drain(() => ctx.db.transaction((tx) => repo.purgeEvents(tx, new Date(now - r.eventDays * DAY_MS), r.batchSize))),
     sim_payments: await drain(() => repo.purgeSimPayments(ctx.db, new Date(now - r.simDays * DAY_MS), r.batchSize)),
     limit_windows: await drain(() => repo.purgeLimitWindows(ctx.db, new Date(now - LIMIT_WINDOW_RETENTION_DAYS * DAY_MS), r.batchSize)),
+    nonces: await drain(() => repo.purgeNonces(ctx.db, new Date(now), r.batchSize)),
   };
 }
 

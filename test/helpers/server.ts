@@ -35,7 +35,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const backend = database.backend;
   // APP_ENV=production requires REDIS_URL; tests of production behaviour that run on the
   // in-memory stores satisfy the rule with a placeholder and then drop it (no Redis is opened).
-  const placeholderRedis = options.env?.APP_ENV === 'production' && options.env.REDIS_URL === undefined;
+  const placeholderRedis = options.env?.APP_ENV === 'production' && options.env.REDIS_URL === undefined && options.env.REDIS_SENTINELS === undefined;
   const parsed: Config = parseConfig({
     PORT: '0',
     HOST: '127.0.0.1',

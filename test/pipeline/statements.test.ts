@@ -68,11 +68,13 @@ describe.each(BACKENDS)('statements per request on %s', (backend) => {
     if (c.redis) expect(c.redis).toEqual(['evalsha']);
   });
 
-  it('signed POST /cpf/validate (v2 + Idempotency-Key): two statements (claim, answer); one Redis command (nonce claim and rate limit in one script)', async () => {
+  it('signed POST /cpf/validate (v2 + Idempotency-Key): three statements (nonce record, claim, answer); one Redis command (nonce claim and rate limit in one script)', async () => {
     const c = await cost(() => m.client.post('/cpf/validate', { cpf: '529.982.247-25' }, { sign: 'v2' }));
-    expect(c.statements, c.statements.join('\n')).toHaveLength(2);
-    expect(c.statements[0]).toMatch(/^INSERT INTO idempotency_keys/);
-    expect(c.statements[1]).toMatch(/^UPDATE idempotency_keys k SET status = 'completed'/);
+    expect(c.statements, c.statements.join('\n')).toHaveLength(3);
+    // The nonce is recorded durably (issue 25): group-committed, like the claim and the answer.
+    expect(c.statements[0]).toMatch(/^WITH relaxed_commit AS .* INSERT INTO request_nonces/);
+    expect(c.statements[1]).toMatch(/^INSERT INTO idempotency_keys/);
+    expect(c.statements[2]).toMatch(/^UPDATE idempotency_keys k SET status = 'completed'/);
     expect(c.transactions).toBe(0);
     if (c.redis) expect(c.redis).toEqual(['evalsha']);
   });
