@@ -8,7 +8,7 @@ import { wakeLocal, type Database } from './db/db.js';
 import { limitConcurrency } from './db/limit.js';
 import { migrate } from './db/migrate.js';
 import { retentionWorker } from './retention/retention.js';
-import { openDatabase } from './db/open.js';
+import { checkPooledSettings, openDatabase } from './db/open.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { loggerOptions } from './logger.js';
 import { SimulatedRail } from './rail/simulator.js';
@@ -76,6 +76,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let redis = options.redis;
   const ownsRedis = redis === undefined && config.redisUrl !== undefined;
   try {
+    await checkPooledSettings(db, config, log);
     const applied = await migrate(db);
     if (applied.length) log.info({ migrations: applied }, 'database migrated');
     if (ownsRedis) {
