@@ -102,7 +102,7 @@ export async function createTestSchema(schema: string): Promise<ReturnType<typeo
   return { ...schemaAccess(schema), drop: () => dropTestSchema(schema) };
 }
 
-async function dropTestSchema(schema: string): Promise<void> {
+export async function dropTestSchema(schema: string): Promise<void> {
   const c = new pg.Client({ connectionString: adminUrl() });
   await c.connect();
   try {
