@@ -8,7 +8,8 @@ import { wakeLocal, type Database } from './db/db.js';
 import { limitConcurrency } from './db/limit.js';
 import { migrate } from './db/migrate.js';
 import { retentionWorker } from './retention/retention.js';
-import { checkPooledSettings, openDatabase } from './db/open.js';
+import { checkPooledSettings, openDatabase, readReplicaOptions } from './db/open.js';
+import { openReadReplica } from './db/replica.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { loggerOptions } from './logger.js';
 import { SimulatedRail } from './rail/simulator.js';
@@ -104,9 +105,11 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     seed: config.simSeed,
     observeBatch: (name) => metrics.batchObserver(name),
   });
+  const readDb = config.db.readUrl !== undefined && db.dialect === 'postgres' ? await openReadReplica(db, readReplicaOptions(config)) : db;
   const ctx: AppContext = {
     config,
     db,
+    readDb,
     redis,
     clock,
     log,
@@ -226,6 +229,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       await Promise.allSettled(ctx.workers.map((w) => w.stop()));
       await ctx.credentials.close();
       if (ownsRedis) await redis?.quit().catch(() => redis?.disconnect());
+      if (readDb !== db) await readDb.close();
       if (ownsDatabase) await db.close();
       log.info('stopped');
     })());

@@ -1,7 +1,7 @@
 import { ConfigError, type Config } from '../config.js';
 import type { Database } from './db.js';
 import { openPglite } from './pglite.js';
-import { openPostgres, pooledSettingsMismatch } from './postgres.js';
+import { openPostgres, pooledSettingsMismatch, type PostgresOptions } from './postgres.js';
 
 /** PostgreSQL when DATABASE_URL is set, the embedded PGlite in DATA_DIR otherwise. */
 export function openDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'db'>): Promise<Database> {
@@ -19,6 +19,19 @@ export function openDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'd
   // PGlite has one connection and runs statements on the event loop: a statement timeout cannot
   // interrupt it, so the limits apply to PostgreSQL only.
   return openPglite({ dataDir: config.dataDir });
+}
+
+/** The read replica's pool (DATABASE_READ_URL): as the primary's, through the same kind of pooler. */
+export function readReplicaOptions(config: Pick<Config, 'databaseUrl' | 'db'>): PostgresOptions & { maxLagMs: number } {
+  return {
+    url: config.db.readUrl!,
+    pooler: config.db.pooler,
+    max: config.db.poolMax,
+    statementTimeoutMs: config.db.statementTimeoutMs,
+    lockTimeoutMs: config.db.lockTimeoutMs,
+    idleInTransactionTimeoutMs: config.db.idleInTransactionTimeoutMs,
+    maxLagMs: config.db.readMaxLagMs,
+  };
 }
 
 /**
