@@ -101,6 +101,7 @@ describe.runIf(canRun)('COMMIT with an unknown outcome (own PostgreSQL cluster, 
 
       const retry = await a.client.post('/tef/transfers', { amount: 1000, pix_key: bKey }, { idempotencyKey: key });
       expect(retry.status).toBe(200);
+      expect(retry.headers.get('x-idempotent-replay')).toBe('true');
       expect(retry.body).toMatchObject({ worked: true, status: 'settled', amount: 100_000 });
       expect(await tefOuts()).toBe(outsBefore + 1); // not run twice
       expect((await balances(db, a.accountId)).available).toBe(before.available - 100_000);
