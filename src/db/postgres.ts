@@ -86,7 +86,7 @@ function timeoutParameters(options: PostgresOptions): pg.PoolConfig {
 /**
  * The settings a pooled connection has (read through the pooler: the role's and database's
  * settings, `ALTER ROLE … SET`) that differ from what the configuration asks for; empty when all
- * match. Each as `name: actual (expected)`.
+ * match, each as "<setting> is <value>, the configuration wants <n>ms".
  */
 export async function pooledSettingsMismatch(db: Sql, expected: Pick<PostgresOptions, 'statementTimeoutMs' | 'lockTimeoutMs' | 'idleInTransactionTimeoutMs'>): Promise<string[]> {
   const wanted: [string, number | undefined][] = [
