@@ -9,8 +9,12 @@ import { openPostgres, type PostgresOptions } from '../../src/db/postgres.js';
 
 export type Backend = 'pglite' | 'postgres';
 
-/** Storage-touching tests run on PGlite always and on PostgreSQL when TEST_DATABASE_URL is set. */
-export const BACKENDS: Backend[] = process.env.TEST_DATABASE_URL ? ['pglite', 'postgres'] : ['pglite'];
+/**
+ * Storage-touching tests run on PGlite always and on PostgreSQL when TEST_DATABASE_URL is set —
+ * on PostgreSQL only when TEST_PGBOUNCER_URL is set too (the pass through pgbouncer is about
+ * PostgreSQL; PGlite ran in the main pass).
+ */
+export const BACKENDS: Backend[] = process.env.TEST_DATABASE_URL ? (process.env.TEST_PGBOUNCER_URL ? ['postgres'] : ['pglite', 'postgres']) : ['pglite'];
 
 let template: Blob | undefined;
 
