@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
+import { parseHostList } from './db/hosts.js';
 import { parseIpRule, type IpRule } from './lib/ip.js';
 
 /** Runtime environment. Decides signature versions, boleto limit multipliers, sandbox and demo seeding. */
@@ -69,6 +70,14 @@ export interface Config {
 }
 
 export interface DbLimits {
+  /** What DATABASE_URL goes through (DATABASE_POOLER: none, session, transaction; src/db/postgres.ts). */
+  pooler: 'none' | 'session' | 'transaction';
+  /** DATABASE_LISTEN_URL: LISTEN straight to the primary (default DATABASE_URL). */
+  listenUrl: string | undefined;
+  /** DATABASE_READ_URL: a replica for reads that tolerate staleness (statements, lists, exports). */
+  readUrl: string | undefined;
+  /** DATABASE_READ_MAX_LAG_MS: past this replay lag the replica is not read (the primary is). */
+  readMaxLagMs: number;
   /** Connections per process (DATABASE_POOL_MAX): requests get `poolMax - backgroundPoolMax`. */
   poolMax: number;
   /** Connections background workers may hold at once (DATABASE_BACKGROUND_POOL_MAX). */
@@ -301,7 +310,32 @@ export function parseConfig(env: Env = process.env): Config {
   const poolMax = readInt(env, 'DATABASE_POOL_MAX', 20, 2, 1000);
   const backgroundPoolMax = readInt(env, 'DATABASE_BACKGROUND_POOL_MAX', Math.max(1, Math.min(5, Math.floor(poolMax / 4))), 1, 999);
   if (backgroundPoolMax >= poolMax) throw new ConfigError('DATABASE_BACKGROUND_POOL_MAX must be below DATABASE_POOL_MAX');
+  const pooler = nonEmpty(env, 'DATABASE_POOLER') ?? 'none';
+  if (pooler !== 'none' && pooler !== 'session' && pooler !== 'transaction') {
+    throw new ConfigError(`DATABASE_POOLER must be one of none, session, transaction; got "${pooler}"`);
+  }
+  const listenUrl = nonEmpty(env, 'DATABASE_LISTEN_URL');
+  const readUrl = nonEmpty(env, 'DATABASE_READ_URL');
+  for (const [name, url] of [['DATABASE_URL', databaseUrl], ['DATABASE_LISTEN_URL', listenUrl], ['DATABASE_READ_URL', readUrl]] as const) {
+    if (url === undefined) continue;
+    if (name !== 'DATABASE_URL' && databaseUrl === undefined) throw new ConfigError(`${name} requires DATABASE_URL`);
+    if (!/^postgres(ql)?:\/\//.test(url)) throw new ConfigError(`${name} must start with postgres:// or postgresql://`);
+    try {
+      parseHostList(url);
+    } catch (err) {
+      throw new ConfigError(`${name}: ${(err as Error).message}`);
+    }
+  }
+  // LISTEN holds its connection for the whole session: a transaction-mode pooler would hand it to
+  // other clients between transactions, and the notifications would be lost without a word.
+  if (pooler === 'transaction' && databaseUrl !== undefined && listenUrl === undefined) {
+    throw new ConfigError('DATABASE_POOLER=transaction requires DATABASE_LISTEN_URL (LISTEN cannot go through a transaction-mode pooler: give a URL straight to the primary)');
+  }
   const db: DbLimits = {
+    pooler,
+    listenUrl,
+    readUrl,
+    readMaxLagMs: readInt(env, 'DATABASE_READ_MAX_LAG_MS', 5_000, 0, 3_600_000),
     poolMax,
     backgroundPoolMax,
     statementTimeoutMs: readInt(env, 'DB_STATEMENT_TIMEOUT_MS', 30_000, 100, 3_600_000),

@@ -25,6 +25,12 @@ export interface BackgroundWorker {
 export interface AppContext {
   config: Config;
   db: Database;
+  /**
+   * Reads that tolerate bounded staleness (statement, transaction list, exports): the replica of
+   * DATABASE_READ_URL while its lag is within DATABASE_READ_MAX_LAG_MS, else `db`
+   * (src/db/replica.ts). Never for the money path.
+   */
+  readDb: Database;
   /** Set when REDIS_URL or REDIS_SENTINELS is configured. */
   redis: Redis | undefined;
   clock: Clock;

@@ -88,6 +88,10 @@ async function main() {
 }
 
 main().catch((err) => {
+  if (err instanceof ConfigError) {
+    process.stderr.write(`pixgate: configuration error: ${err.message}\n`);
+    process.exit(78); // EX_CONFIG (e.g. the role's timeouts behind a pooler, found at start)
+  }
   process.stderr.write(`pixgate: failed to start: ${(err as Error).message}\n`);
   process.exit(1);
 });

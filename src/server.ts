@@ -8,7 +8,8 @@ import { wakeLocal, type Database } from './db/db.js';
 import { limitConcurrency } from './db/limit.js';
 import { migrate } from './db/migrate.js';
 import { retentionWorker } from './retention/retention.js';
-import { openDatabase } from './db/open.js';
+import { checkPooledSettings, openDatabase, readReplicaOptions } from './db/open.js';
+import { openReadReplica } from './db/replica.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { loggerOptions } from './logger.js';
 import { SimulatedRail } from './rail/simulator.js';
@@ -76,6 +77,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let redis = options.redis;
   const ownsRedis = redis === undefined && redisConfigured(config);
   try {
+    await checkPooledSettings(db, config, log);
     const applied = await migrate(db);
     if (applied.length) log.info({ migrations: applied }, 'database migrated');
     if (ownsRedis) {
@@ -106,9 +108,11 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   });
   // Every v2 nonce the fast store lets through is also recorded in the database (issue 25).
   const durableNonces = new DurableNonces(db, clock, { observeBatch: (name) => metrics.batchObserver(name) });
+  const readDb = config.db.readUrl !== undefined && db.dialect === 'postgres' ? await openReadReplica(db, readReplicaOptions(config)) : db;
   const ctx: AppContext = {
     config,
     db,
+    readDb,
     redis,
     clock,
     log,
@@ -228,6 +232,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       await Promise.allSettled(ctx.workers.map((w) => w.stop()));
       await ctx.credentials.close();
       if (ownsRedis) await redis?.quit().catch(() => redis?.disconnect());
+      if (readDb !== db) await readDb.close();
       if (ownsDatabase) await db.close();
       log.info('stopped');
     })());

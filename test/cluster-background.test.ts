@@ -1,5 +1,6 @@
 import { Agent, setGlobalDispatcher } from 'undici';
 import pg from 'pg';
+import { createTestSchema } from './helpers/db.js';
 import { describe, expect, it } from 'vitest';
 import { ApiClient } from './helpers/client.js';
 import { validCnpj, validCpf } from './helpers/fixtures.js';
@@ -24,9 +25,8 @@ describe.runIf(pgUrl && redisUrl)('one background worker per cluster (WEB_CONCUR
     const schema = `cluster_${Date.now().toString(36)}`;
     const c = new pg.Client({ connectionString: pgUrl, options: `-c search_path=${schema}` });
     await c.connect();
-    await c.query(`CREATE SCHEMA ${schema}`);
-    const url = `${pgUrl}${pgUrl!.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
-    const p = await startPixgate({ DATABASE_URL: url, REDIS_URL: redisUrl!, WEB_CONCURRENCY: '2', ADMIN_TOKEN, SIM_SETTLEMENT_MS: '200', RATE_LIMIT_PER_MINUTE: '100000' });
+    const access = await createTestSchema(schema);
+    const p = await startPixgate({ ...access.env(), REDIS_URL: redisUrl!, WEB_CONCURRENCY: '2', ADMIN_TOKEN, SIM_SETTLEMENT_MS: '200', RATE_LIMIT_PER_MINUTE: '100000' });
     try {
       await p.waitFor(/pixgate listening[\s\S]*pixgate listening/);
       const call = async (prefix: string, method: string, path: string, body?: unknown) => {
@@ -88,7 +88,7 @@ describe.runIf(pgUrl && redisUrl)('one background worker per cluster (WEB_CONCUR
     } finally {
       p.proc.kill('SIGTERM');
       expect((await p.exited).code).toBe(0);
-      await c.query(`DROP SCHEMA ${schema} CASCADE`);
+      await access.drop();
       await c.end();
     }
   }, 60_000);

@@ -70,10 +70,10 @@ describe('config', () => {
   it('production with DATABASE_URL, ADMIN_TOKEN and REDIS_URL starts; bounds and retention have defaults', () => {
     const c = parseConfig({ APP_ENV: 'production', DATABASE_URL: 'postgres://h/db', ADMIN_TOKEN: 'a-long-enough-admin-token', REDIS_URL: 'redis://h:6379' });
     expect(c.appEnv).toBe('production');
-    expect(c.db).toEqual({ poolMax: 20, backgroundPoolMax: 5, statementTimeoutMs: 30_000, lockTimeoutMs: 10_000, idleInTransactionTimeoutMs: 60_000 });
+    expect(c.db).toEqual({ pooler: 'none', listenUrl: undefined, readUrl: undefined, readMaxLagMs: 5000, poolMax: 20, backgroundPoolMax: 5, statementTimeoutMs: 30_000, lockTimeoutMs: 10_000, idleInTransactionTimeoutMs: 60_000 });
     expect(c.retention).toEqual({ idempotencyHours: 0, railInboxDays: 7, eventDays: 30, simDays: 100, intervalMs: 60_000, batchSize: 1000 });
     const custom = parseConfig({ DATABASE_POOL_MAX: '8', DATABASE_BACKGROUND_POOL_MAX: '2', DB_STATEMENT_TIMEOUT_MS: '5000', DB_LOCK_TIMEOUT_MS: '1000', DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: '2000', RETENTION_EVENT_DAYS: '90' });
-    expect(custom.db).toEqual({ poolMax: 8, backgroundPoolMax: 2, statementTimeoutMs: 5000, lockTimeoutMs: 1000, idleInTransactionTimeoutMs: 2000 });
+    expect(custom.db).toMatchObject({ poolMax: 8, backgroundPoolMax: 2, statementTimeoutMs: 5000, lockTimeoutMs: 1000, idleInTransactionTimeoutMs: 2000 });
     expect(custom.retention.eventDays).toBe(90);
   });
 

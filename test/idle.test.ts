@@ -1,7 +1,7 @@
 import { createServer } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BACKENDS } from './helpers/db.js';
+import { BACKENDS, createTestSchema } from './helpers/db.js';
 import { startPixgate } from './helpers/process.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
@@ -69,15 +69,14 @@ describe.runIf(pgUrl && redisUrl)('an idle pixgate process with WEB_CONCURRENCY=
     const schema = `idle_${Date.now().toString(36)}`;
     const c = new pg.Client({ connectionString: pgUrl });
     await c.connect();
-    await c.query(`CREATE SCHEMA ${schema}`);
+    const access = await createTestSchema(schema);
     const port = await new Promise<number>((resolve) => {
       const probe = createServer().listen(0, '127.0.0.1', () => {
         const p = (probe.address() as { port: number }).port;
         probe.close(() => resolve(p));
       });
     });
-    const url = `${pgUrl}${pgUrl!.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
-    const p = await startPixgate({ DATABASE_URL: url, REDIS_URL: redisUrl!, WEB_CONCURRENCY: '2', ADMIN_TOKEN: 'idle-test-admin-token-0123456789', METRICS_PORT: String(port) });
+    const p = await startPixgate({ ...access.env(), REDIS_URL: redisUrl!, WEB_CONCURRENCY: '2', ADMIN_TOKEN: 'idle-test-admin-token-0123456789', METRICS_PORT: String(port) });
     try {
       await p.waitFor(/pixgate listening[\s\S]*pixgate listening/);
       await sleep(1_500);
@@ -92,7 +91,7 @@ describe.runIf(pgUrl && redisUrl)('an idle pixgate process with WEB_CONCURRENCY=
     } finally {
       p.proc.kill('SIGTERM');
       await p.exited;
-      await c.query(`DROP SCHEMA ${schema} CASCADE`);
+      await access.drop();
       await c.end();
     }
   });

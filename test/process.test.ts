@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { createTestSchema } from './helpers/db.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawnPixgate, startPixgate } from './helpers/process.js';
 
@@ -106,9 +107,8 @@ describe.runIf(pgUrl && redisUrl)('the pixgate process on PostgreSQL and Redis',
     const schema = `proc_${Date.now().toString(36)}`;
     const c = new pg.Client({ connectionString: pgUrl });
     await c.connect();
-    await c.query(`CREATE SCHEMA ${schema}`);
-    const url = `${pgUrl}${pgUrl!.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
-    const p = await startPixgate({ DATABASE_URL: url, REDIS_URL: redisUrl!, WEB_CONCURRENCY: '2', ADMIN_TOKEN });
+    const access = await createTestSchema(schema);
+    const p = await startPixgate({ ...access.env(), REDIS_URL: redisUrl!, WEB_CONCURRENCY: '2', ADMIN_TOKEN });
     await p.waitFor(/pixgate listening[\s\S]*pixgate listening/);
     const pids = new Set([...p.output().matchAll(/"pid":(\d+)[^\n]*pixgate listening/g)].map((m) => m[1]));
     expect(pids.size).toBe(2);
@@ -123,7 +123,7 @@ describe.runIf(pgUrl && redisUrl)('the pixgate process on PostgreSQL and Redis',
     expect(p.output()).not.toMatch(/failed to start|worker died/);
     p.proc.kill('SIGTERM');
     expect((await p.exited).code).toBe(0);
-    await c.query(`DROP SCHEMA ${schema} CASCADE`);
+    await access.drop();
     await c.end();
   });
 });

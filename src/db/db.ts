@@ -273,6 +273,21 @@ export function parseInt8(text: string): number {
 
 export const INT8_OID = 20;
 
+/**
+ * A COMMIT whose outcome is not known: its connection was lost or its answer did not come, or it
+ * came with a WARNING (a synchronous standby's confirmation given up: committed on the primary,
+ * perhaps not on the standby that a failover would promote). Never retried, never answered 2xx:
+ * the HTTP edge answers 503 with Retry-After (it counts as unavailable), and the client's retry
+ * under the same Idempotency-Key finds what committed, if anything. `cause`: the driver's error or
+ * the notice.
+ */
+export class CommitOutcomeUnknown extends Error {
+  override name = 'CommitOutcomeUnknown';
+  constructor(override readonly cause: unknown) {
+    super(`the outcome of COMMIT is unknown: ${(cause as { message?: unknown })?.message ?? String(cause)}`);
+  }
+}
+
 /** Node socket errors that mean the database server could not be reached or the connection died. */
 const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNABORTED']);
 
@@ -298,6 +313,7 @@ const CONNECTION_ERROR_MESSAGES = [
  */
 export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
   if (typeof err !== 'object' || err === null || depth > 3) return false;
+  if (err instanceof CommitOutcomeUnknown) return true;
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string' && CONNECTION_ERROR_CODES.has(code)) return true; // before sqlState: EPIPE has five letters
   const state = sqlState(err);

@@ -1,12 +1,31 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import { channelName, PLAN_EACH_RUN, commitHooksFor, settleCompanion, takeCompanion, waitingCompanion, INT8_OID, ListenerSet, parseInt8, localWakesFor, quoteChannel, RETRYABLE_STATES, sqlState, StatementCounts, type Database, type Sql } from './db.js';
+import { hostList } from './hosts.js';
+import { CommitOutcomeUnknown, provesRollback, channelName, PLAN_EACH_RUN, commitHooksFor, settleCompanion, takeCompanion, waitingCompanion, INT8_OID, ListenerSet, parseInt8, localWakesFor, quoteChannel, RETRYABLE_STATES, sqlState, StatementCounts, type Database, type Sql } from './db.js';
+
+/**
+ * How `url` reaches PostgreSQL (DATABASE_POOLER): `none` — straight, or through a balancer that
+ * hands out whole connections; `session` — a pooler in session mode (pgbouncer): no startup
+ * parameters, since pgbouncer refuses those it does not know; `transaction` — a pooler in
+ * transaction mode: moreover no named prepared statements (pgbouncer 1.18 runs each transaction on
+ * any server connection, where the name may not exist or may already exist) and no LISTEN (a
+ * separate `listenUrl` straight to the primary). In both pooled modes the timeouts come from the
+ * role's settings (`ALTER ROLE … SET statement_timeout …`; `pooledSettingsMismatch` checks them).
+ */
+export type Pooler = 'none' | 'session' | 'transaction';
 
 export interface PostgresOptions {
+  /** libpq-style URL; may name several hosts (`h1:5432,h2:5432`, see hosts.ts). */
   url: string;
+  pooler?: Pooler;
+  /** The LISTEN connection's URL (DATABASE_LISTEN_URL): straight to the primary; default `url`. */
+  listenUrl?: string;
   /** Pool size per process. */
   max?: number;
-  /** Sets `search_path` on every connection (tests give each test its own schema). */
+  /**
+   * Sets `search_path` on every connection (tests give each test its own schema) through the
+   * startup parameter `options`: without a pooler only (behind one, the role's search_path).
+   */
   schema?: string;
   applicationName?: string;
   /** Per-connection limits (PostgreSQL settings sent at connect); unset = the server's default. */
@@ -49,27 +68,93 @@ export function preparedName(text: string, names: Map<string, string> = prepared
   return name;
 }
 
+/**
+ * Every connection cancels a statement running past statement_timeout (57014), gives up a lock
+ * wait past lock_timeout (55P03) and is closed by the server when it sits idle inside a
+ * transaction past idle_in_transaction_session_timeout (25P03). Sent as startup parameters when
+ * nothing stands between pixgate and PostgreSQL; behind a pooler they are the role's settings.
+ */
+function timeoutParameters(options: PostgresOptions): pg.PoolConfig {
+  return {
+    ...(options.statementTimeoutMs !== undefined ? { statement_timeout: options.statementTimeoutMs } : {}),
+    ...(options.lockTimeoutMs !== undefined ? { lock_timeout: options.lockTimeoutMs } : {}),
+    ...(options.idleInTransactionTimeoutMs !== undefined ? { idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs } : {}),
+    ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+  };
+}
+
+/**
+ * The settings a pooled connection has (read through the pooler: the role's and database's
+ * settings, `ALTER ROLE … SET`) that differ from what the configuration asks for; empty when all
+ * match, each as "<setting> is <value>, the configuration wants <n>ms".
+ */
+export async function pooledSettingsMismatch(db: Sql, expected: Pick<PostgresOptions, 'statementTimeoutMs' | 'lockTimeoutMs' | 'idleInTransactionTimeoutMs'>): Promise<string[]> {
+  const wanted: [string, number | undefined][] = [
+    ['statement_timeout', expected.statementTimeoutMs],
+    ['lock_timeout', expected.lockTimeoutMs],
+    ['idle_in_transaction_session_timeout', expected.idleInTransactionTimeoutMs],
+  ];
+  const [row] = await db.query<Record<string, string>>(
+    `SELECT current_setting('statement_timeout') AS statement_timeout, current_setting('lock_timeout') AS lock_timeout,
+            current_setting('idle_in_transaction_session_timeout') AS idle_in_transaction_session_timeout,
+            (SELECT setting FROM pg_settings WHERE name = 'statement_timeout') AS statement_timeout_ms,
+            (SELECT setting FROM pg_settings WHERE name = 'lock_timeout') AS lock_timeout_ms,
+            (SELECT setting FROM pg_settings WHERE name = 'idle_in_transaction_session_timeout') AS idle_in_transaction_session_timeout_ms`,
+  );
+  return wanted
+    .filter(([name, ms]) => ms !== undefined && Number(row![`${name}_ms`]) !== ms)
+    .map(([name, ms]) => `${name} is ${row![name]}, the configuration wants ${ms}ms`);
+}
+
+/**
+ * COMMIT, reporting an outcome it cannot prove as `CommitOutcomeUnknown`: the connection lost or
+ * the answer not come in time (the client-side query_timeout, which sends no cancel: nothing
+ * pixgate does cancels a COMMIT), or a WARNING with it — PostgreSQL's "canceling wait for
+ * synchronous replication … The transaction has already committed locally, but might not have
+ * been replicated to the standby": committed here, possibly lost at a failover. Any notice that is
+ * not a plain NOTICE (SQLSTATE 00000) counts, whatever the server's message language. An error
+ * with a SQLSTATE that proves the rollback (a deferred constraint, a serialization failure) stays
+ * what it is.
+ */
+async function commit(client: pg.PoolClient, cell: { n: number }): Promise<void> {
+  let warning: { code?: string; message?: string } | undefined;
+  const onNotice = (notice: { code?: string; message?: string }) => {
+    if (notice.code !== '00000') warning ??= notice;
+  };
+  client.on('notice', onNotice);
+  try {
+    cell.n++;
+    await client.query('COMMIT');
+  } catch (err) {
+    if (provesRollback(err, true)) throw err;
+    throw new CommitOutcomeUnknown(err);
+  } finally {
+    client.removeListener('notice', onNotice);
+  }
+  if (warning) throw new CommitOutcomeUnknown(warning);
+}
+
 /** PostgreSQL server through a connection pool (node-postgres). */
 export async function openPostgres(options: PostgresOptions): Promise<Database> {
+  const pooler = options.pooler ?? 'none';
+  const startupParameters = pooler === 'none';
+  const prepare = pooler !== 'transaction';
+  if (options.schema && !startupParameters) throw new Error('a schema is set through the startup parameter options: not behind a pooler (give the role a search_path)');
+  const hosts = hostList(options.url);
   const pool = new pg.Pool({
-    connectionString: options.url,
+    ...hosts.clientConfig(),
     max: options.max ?? 20,
     types,
     application_name: options.applicationName ?? 'pixgate',
     connectionTimeoutMillis: 10_000,
     idleTimeoutMillis: 30_000,
-    ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
-    // Every connection cancels a statement running past statement_timeout (57014), gives up a lock
-    // wait past lock_timeout (55P03) and is closed by the server when it sits idle inside a
-    // transaction past idle_in_transaction_session_timeout (25P03).
-    ...(options.statementTimeoutMs !== undefined ? { statement_timeout: options.statementTimeoutMs } : {}),
-    ...(options.lockTimeoutMs !== undefined ? { lock_timeout: options.lockTimeoutMs } : {}),
-    ...(options.idleInTransactionTimeoutMs !== undefined ? { idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs } : {}),
+    ...(startupParameters ? timeoutParameters(options) : {}),
     // A server that stopped answering without closing the connection (a partition without RST, a
     // frozen host) would hold a statement until TCP gives up, many minutes later: past
     // statement_timeout and a margin no answer is coming, so the statement fails ("Query read
     // timeout", unavailable: 503) and its connection is discarded. Keepalive probes find dead
-    // idle connections.
+    // idle connections. It never cancels anything on the server; on a COMMIT it means "outcome
+    // unknown" (see `transaction`).
     ...(options.statementTimeoutMs !== undefined ? { query_timeout: options.statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS } : {}),
     keepAlive: true,
   });
@@ -85,6 +170,7 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
   const counts = new StatementCounts();
   let closed = false;
   const listener = notificationClient(options, () => closed, counts.cell('listen'));
+  const listenerUnused = pooler === 'transaction' && options.listenUrl === undefined;
   // One view per statement source (Database.counted); all share the pool and the listener.
   const views = new Map<string, Database>();
   const view = (source: string): Database => {
@@ -93,12 +179,15 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
     const cell = counts.cell(source);
     const run = async <R>(client: pg.Pool | pg.PoolClient, text: string, params: readonly unknown[] = []) => {
       cell.n++;
-      const name = params.length > 0 && !text.startsWith(PLAN_EACH_RUN) ? preparedName(text) : undefined;
+      const name = prepare && params.length > 0 && !text.startsWith(PLAN_EACH_RUN) ? preparedName(text) : undefined;
       return (await client.query(name ? { name, text, values: params as unknown[] } : { text, values: params as unknown[] })).rows as R[];
     };
     const db: Database = {
       dialect: 'postgres',
-      listen: (name, handler) => listener.listen(name, handler),
+      listen: (name, handler) => {
+        if (listenerUnused) throw new Error('LISTEN does not work through a transaction-mode pooler: set DATABASE_LISTEN_URL');
+        return listener.listen(name, handler);
+      },
       // A statement of a context whose companion waits runs in a transaction with it (db.ts).
       query: (text, params) => (waitingCompanion() ? db.transaction((tx) => tx.query(text, params)) : run(pool, text, params)),
       async transaction(fn) {
@@ -121,11 +210,17 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
             localWakesFor(tx, listener.wakeLocal);
             if (companion) await companion.write(tx);
             const result = await fn(tx);
-            await run(client, 'COMMIT');
+            await commit(client, cell);
             settleCompanion(companion);
             committed();
             return result;
           } catch (err) {
+            if (err instanceof CommitOutcomeUnknown) {
+              // Nothing to roll back, nothing to retry: the client answers 503 and its retry under
+              // the same Idempotency-Key finds whatever did commit. The connection is not reused.
+              broken = err;
+              settleCompanion(companion, err);
+            }
             try {
               await run(client, 'ROLLBACK');
             } catch (rollbackErr) {
@@ -182,8 +277,8 @@ function notificationClient(options: PostgresOptions, isClosed: () => boolean, c
   const connect = (): Promise<pg.Client> => {
     if (client) return Promise.resolve(client);
     connecting ??= (async () => {
-      const c = new pg.Client({
-        connectionString: options.url,
+      const c = hostList(options.listenUrl ?? options.url).newClient({
+        types,
         application_name: `${options.applicationName ?? 'pixgate'}-listen`,
         connectionTimeoutMillis: 10_000,
         ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),

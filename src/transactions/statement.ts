@@ -47,7 +47,7 @@ export function parseListParams(raw: unknown): ListParams {
 export async function statement(ctx: AppContext, accountId: number, p: ListParams) {
   const q: ListQuery = { accountId, ...p.query, limit: p.perPage, offset: (p.page - 1) * p.perPage };
   const merge = q.status === undefined || q.status === 'processing';
-  const rows = await listStatement(ctx.db, q, merge);
+  const rows = await listStatement(ctx.readDb, q, merge);
   return {
     worked: true,
     data: rows.map((r) => statementItem(r, r.merged)),
@@ -58,7 +58,7 @@ export async function statement(ctx: AppContext, accountId: number, p: ListParam
 
 /** GET /transactions: the same parameters and envelope; records as the lookups show them. */
 export async function transactionList(ctx: AppContext, accountId: number, p: ListParams) {
-  const rows = await listTransactions(ctx.db, { accountId, ...p.query, limit: p.perPage, offset: (p.page - 1) * p.perPage });
+  const rows = await listTransactions(ctx.readDb, { accountId, ...p.query, limit: p.perPage, offset: (p.page - 1) * p.perPage });
   return { worked: true, data: rows.map(transactionRecord), page: p.page, per_page: p.perPage };
 }
 

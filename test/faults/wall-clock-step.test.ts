@@ -5,9 +5,8 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { migrate } from '../../src/db/migrate.js';
 import { openPglite } from '../../src/db/pglite.js';
-import { openPostgres } from '../../src/db/postgres.js';
 import { packageRoot } from '../../src/lib/paths.js';
-import { BACKENDS } from '../helpers/db.js';
+import { BACKENDS, createTestSchema } from '../helpers/db.js';
 import { startPixgate, type PixgateProcess } from '../helpers/process.js';
 import { merchantWithWebhook, startReceiver } from '../webhooks/helpers.js';
 
@@ -74,14 +73,13 @@ describe.each(BACKENDS)('a 2-hour backward wall-clock step (%s)', (backend) => {
       const schema = `clock_${Date.now().toString(36)}`;
       const c = new pg.Client({ connectionString: pgUrl });
       await c.connect();
-      await c.query(`CREATE SCHEMA ${schema}`);
-      const url = `${pgUrl}${pgUrl.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
-      p = await startPixgate({ ...env, DATABASE_URL: url }); // migrates the schema
-      const db = await openPostgres({ url: pgUrl, schema, max: 2 });
+      const access = await createTestSchema(schema);
+      p = await startPixgate({ ...env, ...access.env() }); // migrates the schema
+      const db = await access.open({ max: 2 });
       ids = await merchantWithWebhook(db, `${r.url}/hook`);
       await db.close();
       cleanup = async () => {
-        await c.query(`DROP SCHEMA ${schema} CASCADE`);
+        await access.drop();
         await c.end();
       };
     }

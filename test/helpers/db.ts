@@ -5,12 +5,16 @@ import { inject } from 'vitest';
 import type { Database } from '../../src/db/db.js';
 import { migrate } from '../../src/db/migrate.js';
 import { openPglite, type PgliteDatabase } from '../../src/db/pglite.js';
-import { openPostgres } from '../../src/db/postgres.js';
+import { openPostgres, type PostgresOptions } from '../../src/db/postgres.js';
 
 export type Backend = 'pglite' | 'postgres';
 
-/** Storage-touching tests run on PGlite always and on PostgreSQL when TEST_DATABASE_URL is set. */
-export const BACKENDS: Backend[] = process.env.TEST_DATABASE_URL ? ['pglite', 'postgres'] : ['pglite'];
+/**
+ * Storage-touching tests run on PGlite always and on PostgreSQL when TEST_DATABASE_URL is set —
+ * on PostgreSQL only when TEST_PGBOUNCER_URL is set too (the pass through pgbouncer is about
+ * PostgreSQL; PGlite ran in the main pass).
+ */
+export const BACKENDS: Backend[] = process.env.TEST_DATABASE_URL ? (process.env.TEST_PGBOUNCER_URL ? ['postgres'] : ['pglite', 'postgres']) : ['pglite'];
 
 let template: Blob | undefined;
 
@@ -38,20 +42,92 @@ function pgliteTestDatabase(db: PgliteDatabase): TestDatabase {
   };
 }
 
-function postgresTestDatabase(url: string, schema: string, db: Database): TestDatabase {
+/**
+ * TEST_PGBOUNCER_URL: the same PostgreSQL as TEST_DATABASE_URL through pgbouncer in transaction
+ * mode (.ci/run starts one). When set, every pixgate under test (in-process and spawned) reaches
+ * its schema through it (DATABASE_POOLER=transaction) and LISTENs straight to PostgreSQL
+ * (DATABASE_LISTEN_URL = TEST_DATABASE_URL). pgbouncer passes no `options`, so each test schema has
+ * a login role of the same name whose own setting is `search_path` (pgbouncer keeps one pool per
+ * database and user); tests' own inspection clients stay on TEST_DATABASE_URL.
+ */
+export const PGBOUNCER_URL = process.env.TEST_PGBOUNCER_URL || undefined;
+
+function withUser(url: string, user: string): string {
+  const u = new URL(url);
+  u.username = user;
+  u.password = '';
+  return u.toString();
+}
+
+function adminUrl(): string {
+  const url = process.env.TEST_DATABASE_URL;
+  if (!url) throw new Error('TEST_DATABASE_URL is not set');
+  return url;
+}
+
+/** How a test reaches the PostgreSQL schema `schema` (made by `createTestSchema` or `openTestDatabase`). */
+export function schemaAccess(schema: string) {
+  const direct = adminUrl();
+  const viaPooler = PGBOUNCER_URL !== undefined;
+  const optionsUrl = `${direct}${direct.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+  return {
+    schema,
+    /** pixgate's environment for this schema (DATABASE_URL and, through pgbouncer, the rest). */
+    env: (): Record<string, string> =>
+      viaPooler
+        ? { DATABASE_URL: withUser(PGBOUNCER_URL!, schema), DATABASE_POOLER: 'transaction', DATABASE_LISTEN_URL: withUser(direct, schema) }
+        : { DATABASE_URL: optionsUrl },
+    /** A Database handle on the schema, the way pixgate would open it. */
+    open: (options: Omit<PostgresOptions, 'url' | 'schema' | 'pooler' | 'listenUrl'> = {}): Promise<Database> =>
+      viaPooler
+        ? openPostgres({ ...options, url: withUser(PGBOUNCER_URL!, schema), pooler: 'transaction', listenUrl: withUser(direct, schema) })
+        : openPostgres({ ...options, url: direct, schema }),
+    /** A plain client straight to PostgreSQL with the schema as search_path (tests' own inspection). */
+    client: (): pg.Client => new pg.Client({ connectionString: direct, options: `-c search_path=${schema}` }),
+  };
+}
+
+/**
+ * Creates schema `schema` (through pgbouncer: also its login role, see PGBOUNCER_URL); `drop`
+ * removes both.
+ */
+export async function createTestSchema(schema: string): Promise<ReturnType<typeof schemaAccess> & { drop(): Promise<void> }> {
+  const admin = new pg.Client({ connectionString: adminUrl() });
+  await admin.connect();
+  try {
+    if (PGBOUNCER_URL !== undefined) {
+      await admin.query(`CREATE ROLE ${schema} LOGIN SUPERUSER`);
+      await admin.query(`ALTER ROLE ${schema} SET search_path = ${schema}`);
+    }
+    await admin.query(`CREATE SCHEMA ${schema}`);
+  } finally {
+    await admin.end();
+  }
+  return { ...schemaAccess(schema), drop: () => dropTestSchema(schema) };
+}
+
+export async function dropTestSchema(schema: string): Promise<void> {
+  const c = new pg.Client({ connectionString: adminUrl() });
+  await c.connect();
+  try {
+    await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    if (PGBOUNCER_URL !== undefined) await c.query(`DROP ROLE IF EXISTS ${schema}`).catch(() => {}); // pgbouncer may still hold its connections
+  } finally {
+    await c.end();
+  }
+}
+
+function postgresTestDatabase(schema: string, db: Database, max: number): TestDatabase {
   return {
     db,
     backend: 'postgres',
     async close() {
       await db.close();
-      const c = new pg.Client({ connectionString: url });
-      await c.connect();
-      await c.query(`DROP SCHEMA ${schema} CASCADE`);
-      await c.end();
+      await dropTestSchema(schema);
     },
     async reopen() {
       await db.close();
-      return postgresTestDatabase(url, schema, await openPostgres({ url, schema, max: 25 }));
+      return postgresTestDatabase(schema, await schemaAccess(schema).open({ max }), max);
     },
   };
 }
@@ -66,14 +142,9 @@ export async function openTestDatabase(backend: Backend, options: { poolMax?: nu
     template ??= new Blob([readFileSync(inject('pgliteTemplate'))]);
     return pgliteTestDatabase(await openPglite({ dataDir: 'memory://', loadDataDir: template }));
   }
-  const url = process.env.TEST_DATABASE_URL;
-  if (!url) throw new Error('TEST_DATABASE_URL is not set');
-  const schema = `t_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: url });
-  await admin.connect();
-  await admin.query(`CREATE SCHEMA ${schema}`);
-  await admin.end();
-  const db = await openPostgres({ url, schema, max: options.poolMax ?? 25 });
+  const access = await createTestSchema(`t_${randomBytes(6).toString('hex')}`);
+  const max = options.poolMax ?? 25;
+  const db = await access.open({ max });
   await migrate(db);
-  return postgresTestDatabase(url, schema, db);
+  return postgresTestDatabase(access.schema, db, max);
 }

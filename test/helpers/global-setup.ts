@@ -28,7 +28,7 @@ export default async function setup(project: TestProject) {
     renameSync(tmp, path);
   }
   project.provide('pgliteTemplate', path);
-  const backends = ['pglite', ...(process.env.TEST_DATABASE_URL ? ['postgres'] : [])];
+  const backends = process.env.TEST_DATABASE_URL && process.env.TEST_PGBOUNCER_URL ? ['postgres through pgbouncer'] : ['pglite', ...(process.env.TEST_DATABASE_URL ? ['postgres'] : [])];
   const stores = ['memory', ...(process.env.TEST_REDIS_URL ? ['redis'] : [])];
   console.log(`pixgate tests: storage backends [${backends.join(', ')}], rate-limit/nonce stores [${stores.join(', ')}]`);
 }

@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/db.js';
-import { openPostgres } from '../../src/db/postgres.js';
 import { IdempotencyLostError } from '../../src/external/idempotency.js';
 import { HttpError } from '../../src/http/errors.js';
 import { CASH_OUT_BATCH_MAX, cashOut, type CashOutAnswer, type CashOutKey } from '../../src/pix/cashOut.js';
 import { parseCashOut } from '../../src/pix/cashOutCommand.js';
-import { BACKENDS } from '../helpers/db.js';
+import { BACKENDS, schemaAccess } from '../helpers/db.js';
 import { merchantWithKey, type MerchantFixture } from '../helpers/client.js';
 import { balances, claimedCashOutKey, expectLedgerConsistent, foreignKey, SIM_FAST, txRow, waitFor } from '../helpers/pix.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -279,7 +278,7 @@ describe.skipIf(!BACKENDS.includes('postgres'))('cash-out batches of two process
   beforeAll(async () => {
     a = await startTestServer({ backend: 'postgres', env: SIM_FAST });
     const [{ schema }] = (await a.ctx.db.query<{ schema: string }>('SELECT current_schema() AS schema')) as [{ schema: string }];
-    second = await openPostgres({ url: process.env.TEST_DATABASE_URL!, schema, max: 10 });
+    second = await schemaAccess(schema).open({ max: 10 });
     b = await startTestServer({ database: { db: second, backend: 'postgres', close: async () => {}, reopen: async () => { throw new Error('no'); } }, env: SIM_FAST, workers: false });
     receiver = await foreignKey(a);
   });

@@ -1,10 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openPglite } from '../../src/db/pglite.js';
 import { ApiClient, type Res } from '../helpers/client.js';
+import { createTestSchema, dropTestSchema, schemaAccess } from '../helpers/db.js';
 import { validCnpj, validCpf } from '../helpers/fixtures.js';
 import { startPixgate, type PixgateProcess } from '../helpers/process.js';
 
@@ -55,14 +55,10 @@ if (pgUrl) {
   variants.push({
     name: 'PostgreSQL',
     async env() {
-      const c = new pg.Client({ connectionString: pgUrl });
-      await c.connect();
-      await c.query(`CREATE SCHEMA ${schema}`);
-      await c.end();
-      return { DATABASE_URL: `${pgUrl}${pgUrl.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}` };
+      return (await createTestSchema(schema)).env();
     },
     async inspect(check) {
-      const c = new pg.Client({ connectionString: pgUrl, options: `-c search_path=${schema}` });
+      const c = schemaAccess(schema).client();
       await c.connect();
       try {
         await check(async (text, params) => (await c.query(text, params as unknown[])).rows);
@@ -71,10 +67,7 @@ if (pgUrl) {
       }
     },
     async cleanup() {
-      const c = new pg.Client({ connectionString: pgUrl });
-      await c.connect();
-      await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      await c.end();
+      await dropTestSchema(schema);
     },
   });
 }

@@ -1,9 +1,8 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openPostgres } from '../../src/db/postgres.js';
 import { addPixKey, ApiClient, merchantWithKey, type MerchantFixture } from '../helpers/client.js';
 import type { TestDatabase } from '../helpers/db.js';
-import { openTestDatabase } from '../helpers/db.js';
+import { openTestDatabase, schemaAccess } from '../helpers/db.js';
 import { expectLedgerConsistent, foreignKey, SIM_FAST, waitFor } from '../helpers/pix.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -28,7 +27,7 @@ describe.skipIf(!url)('cash-out limits across two processes on postgres', () => 
   beforeAll(async () => {
     shared = await openTestDatabase('postgres');
     [{ s: schema }] = (await shared.db.query<{ s: string }>('SELECT current_schema() AS s')) as [{ s: string }];
-    const db = await openPostgres({ url: url!, schema, max: 5, applicationName: 'pixgate-b' });
+    const db = await schemaAccess(schema).open({ max: 5, applicationName: 'pixgate-b' });
     bDatabase = { db, backend: 'postgres', close: () => db.close(), reopen: () => Promise.reject(new Error('not here')) };
     a = await startTestServer({ database: shared, env: SIM_FAST });
     b = await startTestServer({ database: bDatabase, env: SIM_FAST, workers: false });

@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validCnpj } from '../helpers/fixtures.js';
 import { addPixKey, merchantWithKey, type MerchantFixture } from '../helpers/client.js';
-import { BACKENDS } from '../helpers/db.js';
+import { BACKENDS, createTestSchema } from '../helpers/db.js';
 import { balances, expectLedgerConsistent, SIM_FAST } from '../helpers/pix.js';
 import { startPixgate, type PixgateProcess } from '../helpers/process.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -113,22 +113,22 @@ describe.runIf(pgUrl)('portal forms run once across two server processes (Postgr
   const ADMIN_TOKEN = 'portal-forms-admin-token-0123';
   let c: pg.Client;
   let schema: string;
+  let access: Awaited<ReturnType<typeof createTestSchema>>;
   const procs: PixgateProcess[] = [];
 
   beforeAll(async () => {
     schema = `portal_forms_${Date.now().toString(36)}`;
     c = new pg.Client({ connectionString: pgUrl, options: `-c search_path=${schema}` });
     await c.connect();
-    await c.query(`CREATE SCHEMA ${schema}`);
-    const url = `${pgUrl}${pgUrl!.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
-    const env = { DATABASE_URL: url, ADMIN_TOKEN, APP_ENV: 'homologation', ...SIM_FAST };
+    access = await createTestSchema(schema);
+    const env = { ...access.env(), ADMIN_TOKEN, APP_ENV: 'homologation', ...SIM_FAST };
     procs.push(await startPixgate(env)); // migrates first
     procs.push(await startPixgate(env));
   }, 120_000);
   afterAll(async () => {
     for (const p of procs) p.proc.kill('SIGTERM');
     await Promise.all(procs.map((p) => p.exited));
-    await c?.query(`DROP SCHEMA ${schema} CASCADE`);
+    await access?.drop();
     await c?.end();
   });
 

@@ -1,13 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Database, Sql } from '../../src/db/db.js';
 import { migrate } from '../../src/db/migrate.js';
 import { openPglite } from '../../src/db/pglite.js';
-import { openPostgres } from '../../src/db/postgres.js';
 import { emitEvent } from '../../src/events/outbox.js';
+import { createTestSchema } from '../helpers/db.js';
 import { startPixgate, type PixgateProcess } from '../helpers/process.js';
 import { merchantWithWebhook, startReceiver, waitUntil, type Receiver } from './helpers.js';
 
@@ -100,12 +99,9 @@ describe('SIGKILL in the middle of deliveries', () => {
   it.runIf(pgUrl)('PostgreSQL: no event is lost after a restart; events written while it runs', async () => {
     const r = await slowReceiver();
     const schema = `kill_${Date.now().toString(36)}`;
-    const c = new pg.Client({ connectionString: pgUrl });
-    await c.connect();
-    await c.query(`CREATE SCHEMA ${schema}`);
-    const url = `${pgUrl}${pgUrl!.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
-    const env = { DATABASE_URL: url, ADMIN_TOKEN, WEBHOOK_ALLOWED_HOSTS: r.hostPort, WEBHOOK_TIMEOUT_MS: '1000' };
-    const db = await openPostgres({ url: pgUrl!, schema, max: 4 });
+    const access = await createTestSchema(schema);
+    const env = { ...access.env(), ADMIN_TOKEN, WEBHOOK_ALLOWED_HOSTS: r.hostPort, WEBHOOK_TIMEOUT_MS: '1000' };
+    const db = await access.open({ max: 4 });
     try {
       const p = await startPixgate(env); // migrates the schema
       await emitAll(db, await merchantWithWebhook(db, `${r.url}/kill`));
@@ -127,8 +123,7 @@ describe('SIGKILL in the middle of deliveries', () => {
       expect(lost).toBe(inFlight);
     } finally {
       await db.close();
-      await c.query(`DROP SCHEMA ${schema} CASCADE`);
-      await c.end();
+      await access.drop();
       await r.close();
     }
   }, 180_000);

@@ -1,9 +1,9 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { openPostgres } from '../../src/db/postgres.js';
 import { emitEvent } from '../../src/events/outbox.js';
 import { webhookWorkers } from '../../src/webhooks/workers.js';
 import { merchantWithKey } from '../helpers/client.js';
+import { schemaAccess } from '../helpers/db.js';
 import { startTestServer } from '../helpers/server.js';
 import { startReceiver, waitUntil } from './helpers.js';
 
@@ -17,7 +17,7 @@ describe.runIf(pgUrl)('two delivery workers over one PostgreSQL', () => {
     // The server's own workers are off: the two worker sets below are the only senders.
     const s = await startTestServer({ backend: 'postgres', workers: false, env: { WEBHOOK_ALLOWED_HOSTS: r.hostPort } });
     const schema = (await s.ctx.db.query<{ schema: string }>('SELECT current_schema() AS schema'))[0]!.schema;
-    const otherPool = await openPostgres({ url: pgUrl!, schema, max: 10 });
+    const otherPool = await schemaAccess(schema).open({ max: 10 });
     const log = pino({ level: 'silent' });
     const workers = [
       ...webhookWorkers({ db: s.ctx.db, config: s.ctx.config, log }, { workerId: 'worker-a' }),

@@ -1,9 +1,8 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { openPostgres } from '../../src/db/postgres.js';
 import { DEFAULTS, webhookWorkers } from '../../src/webhooks/workers.js';
 import { addPixKey, merchantWithKey, type MerchantFixture } from '../helpers/client.js';
-import { BACKENDS, type TestDatabase } from '../helpers/db.js';
+import { BACKENDS, schemaAccess, type TestDatabase } from '../helpers/db.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { emitEvent } from '../../src/events/outbox.js';
 import { emit, startReceiver, waitUntil, type Receiver } from './helpers.js';
@@ -101,7 +100,7 @@ pgOnly('webhook wake-ups across processes on PostgreSQL', () => {
     // and its own listening connection), running the workers.
     a = await startTestServer({ backend: 'postgres', workers: false, env });
     const schema = (await a.ctx.db.query<{ schema: string }>('SELECT current_schema() AS schema'))[0]!.schema;
-    const other = await openPostgres({ url, schema, max: 5, applicationName: `pixgate-b-${schema}` });
+    const other = await schemaAccess(schema).open({ max: 5, applicationName: `pixgate-b-${schema}` });
     const database: TestDatabase = { db: other, backend: 'postgres', close: () => other.close(), reopen: () => Promise.reject(new Error('not here')) };
     b = await startTestServer({ database, env });
     admin = new pg.Client({ connectionString: url });
