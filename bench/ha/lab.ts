@@ -228,6 +228,7 @@ export class Lab {
       join(this.dir, 'haproxy.cfg'),
       render('haproxy.cfg', {
         DIR: this.dir,
+        DEPLOY_DIR: join(packageRoot, 'deploy'),
         PG_PORT: this.ports.haproxyPg!,
         REDIS_PORT: this.ports.haproxyRedis!,
         APP_PORT: this.ports.haproxyApp!,
@@ -445,5 +446,14 @@ export async function waitFor(check: () => Promise<boolean>, timeoutMs: number, 
     }
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(250);
+  }
+}
+
+/** Whether the built pixgate reads an environment variable (a feature merged or not yet). */
+export function pixgateSupports(variable: string): boolean {
+  try {
+    return readFileSync(join(packageRoot, 'dist', 'src', 'config.js'), 'utf8').includes(variable);
+  } catch {
+    return false;
   }
 }
