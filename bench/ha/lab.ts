@@ -150,6 +150,7 @@ export class Lab {
   private haproxy!: Daemon;
   private pgbouncer!: Daemon;
   readonly redis: { port: number; daemon: Daemon }[] = [];
+  // (a Redis node's daemon is replaced when it is restarted after a crash)
   readonly sentinels: { port: number; daemon: Daemon }[] = [];
   readonly adminToken = `ha-${Math.random().toString(36).slice(2)}${Date.now().toString(36)}`;
 
@@ -400,18 +401,34 @@ export class Lab {
     }, 30_000, 'the Redis replica');
   }
 
-  /** A Sentinel-driven failover of Redis to its replica; waits until the new master has its replica again. */
-  async redisFailover(): Promise<{ from: number; to: number }> {
+  /**
+   * A Redis failover by Sentinel: `crash` SIGKILLs the master (what an outage does: writes not yet
+   * replicated are lost) and restarts it as a replica of the promoted one; otherwise a planned
+   * `SENTINEL FAILOVER`. Waits until the new master has its replica again.
+   */
+  async redisFailover(crash: boolean): Promise<{ from: number; to: number }> {
     const from = await this.redisMasterPort();
-    const s = new Redis({ port: this.sentinels[0]!.port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 1 });
-    try {
-      await s.connect();
-      await s.call('SENTINEL', 'FAILOVER', SENTINEL_MASTER);
-    } finally {
-      s.disconnect();
+    const old = this.redis.find((r) => r.port === from)!;
+    if (crash) await old.daemon.stop('SIGKILL', 3000);
+    else {
+      const s = new Redis({ port: this.sentinels[0]!.port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 1 });
+      try {
+        await s.connect();
+        await s.call('SENTINEL', 'FAILOVER', SENTINEL_MASTER);
+      } finally {
+        s.disconnect();
+      }
     }
-    await waitFor(async () => (await this.redisMasterPort()) !== from, 30_000, 'the Sentinel failover');
+    await waitFor(async () => (await this.redisMasterPort()) !== from, 60_000, 'the Sentinel failover');
     const to = await this.redisMasterPort();
+    if (crash) {
+      // Back as a replica of the new master from its first moment (never an empty master that a
+      // role:master health check could pick up).
+      const args = old.daemon.args.filter((_, i, a) => a[i] !== '--replicaof' && a[i - 1] !== '--replicaof' && a[i - 2] !== '--replicaof');
+      const restarted = this.daemon(old.daemon.name, 'redis-server', [...args, '--replicaof', '127.0.0.1', String(to)]);
+      restarted.start();
+      old.daemon = restarted;
+    }
     await this.waitRedisReplica();
     return { from, to };
   }

@@ -17,7 +17,7 @@ import { audit, type AccountView, type Anomaly } from '../chaos/audit.js';
 import { Merchant, Operator } from '../chaos/client.js';
 import { postgresBin, sleep } from '../chaos/infra.js';
 import { WebhookReceiver } from '../chaos/receiver.js';
-import { Workload, prng, type Op } from '../chaos/workload.js';
+import { Workload, prng } from '../chaos/workload.js';
 import { Lab, waitFor } from './lab.js';
 
 export interface HaOptions {
@@ -79,8 +79,8 @@ export interface HaReport {
 }
 
 /** Audit checks that mean an acknowledged operation (or an event) is missing, or made twice. */
-const LOST = new Set(['acknowledged_missing', 'rail_settled_not_booked', 'rail_inbound_not_credited', 'event_not_received', 'delivery_not_delivered', 'event_not_fanned_out', 'money_mismatch', 'balance_model']);
-const DUPLICATED = new Set(['duplicate_order', 'duplicate_external_id', 'duplicate_event', 'rail_duplicate_payment', 'unexpected_duplicate', 'replay_mismatch']);
+const LOST = new Set(['probe_lost', 'acknowledged_missing', 'rail_settled_not_booked', 'rail_inbound_not_credited', 'event_not_received', 'delivery_not_delivered', 'event_not_fanned_out', 'money_mismatch', 'balance_model']);
+const DUPLICATED = new Set(['probe_duplicated', 'duplicate_order', 'duplicate_external_id', 'duplicate_event', 'rail_duplicate_payment', 'unexpected_duplicate', 'replay_mismatch']);
 
 export async function runHa(partial: Partial<HaOptions> = {}): Promise<HaReport> {
   const o: HaOptions = { ...HA_DEFAULTS, ...partial };
@@ -110,6 +110,8 @@ export async function runHa(partial: Partial<HaOptions> = {}): Promise<HaReport>
   const kills: { at: number; from: string; to?: string }[] = [];
   const done = { failovers: 0, switchovers: 0, syncStops: 0, redisFailovers: 0 };
   let workload: Workload | undefined;
+  let probe: WriteProbe | undefined;
+  let probeAccount = 0;
   let nonceReplay = 'not run';
   const stopOnSignal = () => {
     log('interrupted: tearing the lab down');
@@ -145,6 +147,10 @@ export async function runHa(partial: Partial<HaOptions> = {}): Promise<HaReport>
       catalog.evpKeys.push(evpKey);
       catalog.merchants.push(merchant);
     }
+    const probeMerchant = await operator.must('admin', 'POST', '/merchants', { name: 'HA probe', document: validCnpj() });
+    probeAccount = probeMerchant.account_id;
+    probe = new WriteProbe(operator, probeAccount);
+    probe.start();
     workload = new Workload(catalog.merchants, operator, { seed: o.seed, workers: o.workers, clientTimeoutMs: o.clientTimeoutMs, keys, evpKeys: catalog.evpKeys, idempotentDeposits: true });
     workload.start();
     log(`${o.merchants} merchants, ${o.workers} clients through HAProxy to ${o.appNodes} pixgate nodes; faults: ${o.failovers} failovers, ${o.switchovers} switchovers, ${o.syncStops} synchronous-standby stops, ${o.redisFailovers} Redis failovers`);
@@ -202,10 +208,11 @@ export async function runHa(partial: Partial<HaOptions> = {}): Promise<HaReport>
         log(`${sync.name} back`);
       } else {
         const used = await nonceUse(catalog.merchants[0]!, 'before');
-        const { from, to } = await lab.redisFailover();
+        const crash = done.redisFailovers % 2 === 0;
+        const { from, to } = await lab.redisFailover(crash);
         faultTimes.push(Date.now());
         done.redisFailovers++;
-        log(`Redis failed over by Sentinel: ${from} → ${to}`);
+        log(`Redis failed over by Sentinel (${crash ? 'master SIGKILLed right after the nonce was used' : 'planned SENTINEL FAILOVER'}): ${from} → ${to}`);
         nonceReplay = await nonceReplayCheck(catalog.merchants[0]!, used, anomalies);
         log(`v2 nonce used before the Redis failover, replayed after it: ${nonceReplay}`);
       }
@@ -219,6 +226,7 @@ export async function runHa(partial: Partial<HaOptions> = {}): Promise<HaReport>
     log(`faults over: ${JSON.stringify(done)}; draining`);
     workload.retryDeadline = Date.now() + o.drainMs / 2;
     await workload.stop();
+    await probe.stop();
 
     const db = new pg.Client({ connectionString: lab.primaryUrl() });
     await db.connect();
@@ -249,17 +257,22 @@ export async function runHa(partial: Partial<HaOptions> = {}): Promise<HaReport>
     await Promise.all(lab.apps.map((a) => a.kill('SIGTERM')));
     log('auditing');
     const result = await audit({ query: async (text, params) => (await db.query(text, params)).rows, ops: workload.ops, receipts: receiver.receipts, faultTimes, webhookIds: catalog.webhookIds, subscribed: catalog.subscribed, accounts: catalog.accounts });
+    // The probe's deposits: each acknowledged one exactly once (the last, unacknowledged one may or may not have been made).
+    const [made] = (await db.query(`SELECT count(*)::int AS n, count(DISTINCT description)::int AS d FROM transactions WHERE account_id = $1 AND kind = 'deposit'`, [probeAccount])).rows as { n: number }[];
+    if (made!.n < probe.acks.length) anomalies.push({ check: 'probe_lost', detail: `${probe.acks.length} probe deposits acknowledged, ${made!.n} in the books` });
+    if (made!.n > probe.acks.length + 1) anomalies.push({ check: 'probe_duplicated', detail: `${probe.acks.length} probe deposits acknowledged, ${made!.n} in the books` });
     await db.end();
     anomalies.push(...result.anomalies);
     for (const n of workload.notes) anomalies.push({ check: n.check ?? (n.what === 'client error' ? 'harness' : 'answer'), detail: `${n.op}: ${n.what}: ${n.detail}` });
     for (const app of lab.apps) for (const e of app.unexpectedExits) anomalies.push({ check: 'server_exit', detail: `pixgate on ${app.port} exited on its own (code ${e.code}, signal ${e.signal}); see ${app.logFile}` });
     // Anything acknowledged but still unresolved is an anomaly of the audit; unresolved (never acknowledged) operations are not.
-    const rto = kills.map((k) => firstAckAfter(workload!.ops, k.at)).filter((x): x is number => x !== undefined);
+    const rto = kills.map((k) => probe!.rtoAfter(k.at)).filter((x): x is number => x !== undefined);
     if (rto.length < kills.length) anomalies.push({ check: 'no_write_after_failover', detail: `${kills.length - rto.length} failovers were followed by no acknowledged write` });
-    const acknowledged = workload.ops.filter((x) => x.acked).length;
+    const acknowledged = workload.ops.filter((x) => x.acked).length + probe.acks.length;
     const figures: Record<string, number> = {
       operations: workload.ops.length,
       acknowledged,
+      probe_writes_acknowledged: probe.acks.length,
       refused: workload.ops.filter((x) => x.refused).length,
       unresolved: workload.ops.filter((x) => !x.acked && !x.refused).length,
       requests_sent: workload.ops.reduce((a, x) => a + x.sends, 0),
@@ -284,22 +297,53 @@ export async function runHa(partial: Partial<HaOptions> = {}): Promise<HaReport>
     process.removeListener('SIGINT', stopOnSignal);
     process.removeListener('SIGTERM', stopOnSignal);
     await workload?.stop().catch(() => {});
+    await probe?.stop().catch(() => {});
     await receiver.stop().catch(() => {});
     await lab.destroy(o.keep || anomalies.length > 0).catch(() => {});
   }
 }
 
-/** Seconds from `at` to the first 2xx answer of a request sent after it (the first write on the new primary). */
-function firstAckAfter(ops: Op[], at: number): number | undefined {
-  let best: number | undefined;
-  for (const op of ops) {
-    for (const a of op.answers) {
-      if (a.status < 200 || a.status >= 300 || a.ms === undefined) continue;
-      if (a.at - a.ms < at) continue;
-      if (best === undefined || a.at < best) best = a.at;
-    }
+/**
+ * The RTO probe: an operator deposit of 1 cent into an account of its own every 100 ms, through
+ * the balancer, each under its Idempotency-Key and resent with it until acknowledged (so a lost
+ * answer never credits twice). The workload's clients back off exponentially while the database
+ * is away, so their first success after a failover says more about their backoff than about the
+ * failover; the probe does not back off.
+ */
+class WriteProbe {
+  readonly acks: { sent: number; at: number }[] = [];
+  private running = true;
+  private loop: Promise<void> | undefined;
+  constructor(
+    private readonly operator: Operator,
+    private readonly accountId: number,
+  ) {}
+  start(): void {
+    this.loop = (async () => {
+      for (let n = 1; this.running; n++) {
+        const key = `ha-probe-${n}`;
+        while (this.running) {
+          const sent = Date.now();
+          const a = await this.operator.call('admin', 'POST', `/accounts/${this.accountId}/deposits`, { amount: 1, description: 'ha-probe' }, 2000, { 'idempotency-key': key });
+          if (a.status >= 200 && a.status < 300) {
+            this.acks.push({ sent, at: Date.now() });
+            break;
+          }
+          await sleep(100);
+        }
+        await sleep(100);
+      }
+    })();
   }
-  return best === undefined ? undefined : (best - at) / 1000;
+  async stop(): Promise<void> {
+    this.running = false;
+    await this.loop;
+  }
+  /** Seconds from `at` to the first acknowledged write sent after it. */
+  rtoAfter(at: number): number | undefined {
+    const first = this.acks.find((a) => a.sent >= at);
+    return first ? (first.at - at) / 1000 : undefined;
+  }
 }
 
 /**
