@@ -447,7 +447,7 @@ export async function runBench(partial: Partial<HaOptions> & { seconds?: number 
     const m = await operator.must('admin', 'POST', '/merchants', { name: 'HA bench', document: validCnpj() });
     await operator.must('admin', 'POST', `/accounts/${m.account_id}/deposits`, { amount: 100_000_000_000 });
     await operator.must('admin', 'PATCH', `/accounts/${m.account_id}`, { cash_out_daily_limit_cents: 1_000_000_000_000, cash_out_nighttime_limit_cents: 1_000_000_000_000 });
-    const k = await operator.must('admin', 'POST', '/api-keys', { merchant_id: m.merchant_id, account_id: m.account_id, permissions: ['pix:write', 'pix:read'], ip_whitelist: ['127.0.0.1', '::1'] });
+    const k = await operator.must('admin', 'POST', '/api-keys', { merchant_id: m.merchant_id, account_id: m.account_id, permissions: ['pix:write', 'pix:read', 'transfer:write', 'transfer:read'], ip_whitelist: ['127.0.0.1', '::1'] });
     const merchant = new Merchant(lab.appUrl, m.merchant_id, m.account_id, k.client_id, k.client_secret);
     let acked = 0;
     let other = 0;
@@ -459,7 +459,7 @@ export async function runBench(partial: Partial<HaOptions> & { seconds?: number 
           const i = ++n;
           const a = await merchant.post('/pix/cash-out', { amount: 100, pix_key: 'bench-settle@example.com', description: `bench-${i}` }, { sign: 'v1', idempotencyKey: `bench-${i}`, timeoutMs: 10_000 });
           if (a.status >= 200 && a.status < 300) acked++;
-          else other++;
+          else if (other++ === 0) log(`first refusal: ${a.status} ${a.text.slice(0, 300)}`);
         }
       }),
     );
