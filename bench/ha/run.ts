@@ -209,10 +209,11 @@ export async function runHa(partial: Partial<HaOptions> = {}): Promise<HaReport>
       } else {
         const used = await nonceUse(catalog.merchants[0]!, 'before');
         const crash = done.redisFailovers % 2 === 0;
+        const at = Date.now();
         const { from, to } = await lab.redisFailover(crash);
         faultTimes.push(Date.now());
         done.redisFailovers++;
-        log(`Redis failed over by Sentinel (${crash ? 'master SIGKILLed right after the nonce was used' : 'planned SENTINEL FAILOVER'}): ${from} → ${to}`);
+        log(`Redis failed over by Sentinel (${crash ? 'master SIGKILLed right after the nonce was used' : 'planned SENTINEL FAILOVER'}): ${from} → ${to}, ${((Date.now() - at) / 1000).toFixed(1)} s until the new master has its replica`);
         nonceReplay = await nonceReplayCheck(catalog.merchants[0]!, used, anomalies);
         log(`v2 nonce used before the Redis failover, replayed after it: ${nonceReplay}`);
       }
