@@ -336,7 +336,11 @@ export class Lab {
   }
 
   async waitHealthy(timeoutMs = 120_000): Promise<void> {
-    await waitFor(() => this.healthy(), timeoutMs, 'the Patroni cluster to be whole again');
+    try {
+      await waitFor(() => this.healthy(), timeoutMs, 'the Patroni cluster to be whole again');
+    } catch (err) {
+      throw new Error(`${(err as Error).message}: ${JSON.stringify(await this.members().catch(() => []))} (logs in ${this.dir})`);
+    }
   }
 
   /** SIGKILL of the postmaster of `node` (a crash of PostgreSQL; Patroni lives on). */

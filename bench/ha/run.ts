@@ -112,13 +112,9 @@ export async function runHa(partial: Partial<HaOptions> = {}): Promise<HaReport>
   let workload: Workload | undefined;
   let probe: WriteProbe | undefined;
   let probeAccount = 0;
+  let failed = true;
   let nonceReplay = 'not run';
-  const stopOnSignal = () => {
-    log('interrupted: tearing the lab down');
-    void lab.destroy(o.keep).finally(() => process.exit(130));
-  };
-  process.once('SIGINT', stopOnSignal);
-  process.once('SIGTERM', stopOnSignal);
+  const stopOnSignal = tearDownOnSignal(lab, o.keep, log);
   try {
     await lab.start(receiver.port);
     const operator = new Operator(lab.appUrl, lab.adminToken);
@@ -282,6 +278,7 @@ export async function runHa(partial: Partial<HaOptions> = {}): Promise<HaReport>
       ...result.figures,
       anomalies: anomalies.length,
     };
+    failed = false;
     return {
       seed: o.seed,
       ...done,
@@ -295,12 +292,13 @@ export async function runHa(partial: Partial<HaOptions> = {}): Promise<HaReport>
       dir: lab.dir,
     };
   } finally {
-    process.removeListener('SIGINT', stopOnSignal);
-    process.removeListener('SIGTERM', stopOnSignal);
+    stopOnSignal();
     await workload?.stop().catch(() => {});
     await probe?.stop().catch(() => {});
     await receiver.stop().catch(() => {});
-    await lab.destroy(o.keep || anomalies.length > 0).catch(() => {});
+    // Kept after an anomaly or an error (the logs say why).
+    if (failed) log(`failed: logs kept in ${lab.dir}`);
+    await lab.destroy(o.keep || failed || anomalies.length > 0).catch(() => {});
   }
 }
 
@@ -429,6 +427,7 @@ export async function runBench(partial: Partial<HaOptions> & { seconds?: number 
   const receiver = new WebhookReceiver(0, prng(o.seed));
   await receiver.start();
   const lab = new Lab({ pooler: o.pooler, sentinel: o.sentinel, appNodes: o.appNodes, log, appEnv: { SIM_SETTLEMENT_MS: '200', SIM_PROTECTION_MS: '0' } });
+  const stopOnSignal = tearDownOnSignal(lab, o.keep, log);
   try {
     await lab.start(receiver.port);
     const db = new pg.Client({ connectionString: lab.primaryUrl('postgres') });
@@ -468,7 +467,22 @@ export async function runBench(partial: Partial<HaOptions> & { seconds?: number 
     log(`cash-outs: ${rate.toFixed(0)}/s acknowledged (${other} other answers), ${o.workers} clients, ${o.appNodes} app nodes`);
     return `ha bench: pgbench ${tps.toFixed(0)} tps, cash-outs ${rate.toFixed(0)}/s, ratio ${(rate / tps).toFixed(2)} (synchronous standby, ${o.workers} clients, ${o.appNodes} app nodes${o.pooler ? ', pgbouncer' : ''})`;
   } finally {
+    stopOnSignal();
     await receiver.stop().catch(() => {});
     await lab.destroy(o.keep).catch(() => {});
   }
+}
+
+/** On Ctrl-C (SIGINT) or SIGTERM: every process of the lab stopped and its folder removed, then exit 130. Returns the uninstaller. */
+function tearDownOnSignal(lab: Lab, keep: boolean, log: (line: string) => void): () => void {
+  const handler = () => {
+    log('interrupted: tearing the lab down');
+    void lab.destroy(keep).finally(() => process.exit(130));
+  };
+  process.once('SIGINT', handler);
+  process.once('SIGTERM', handler);
+  return () => {
+    process.removeListener('SIGINT', handler);
+    process.removeListener('SIGTERM', handler);
+  };
 }
