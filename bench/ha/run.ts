@@ -407,6 +407,10 @@ export function formatHa(r: HaReport): string {
   lines.push('', `rto per failover (s): ${r.rto.map((x) => x.toFixed(2)).join(', ') || '-'}`);
   lines.push(`v2 nonce replayed after the Redis failover: ${r.nonceReplay}`);
   lines.push(`synchronous-standby stops: ${r.syncStops}, Redis failovers: ${r.redisFailovers}`);
+  const byCheck: Record<string, number> = {};
+  for (const a of r.anomalies) byCheck[a.check] = (byCheck[a.check] ?? 0) + 1;
+  lines.push('', 'anomalies by check:');
+  for (const [k, v] of Object.entries(byCheck).sort()) lines.push(`  ${k.padEnd(32)} ${v}`);
   lines.push('', `anomalies: ${r.anomalies.length}`);
   for (const a of r.anomalies.slice(0, 100)) lines.push(`  [${a.check}] ${a.detail}`);
   if (r.anomalies.length > 0) lines.push(`logs kept in ${r.dir}`);
