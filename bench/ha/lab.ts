@@ -335,7 +335,7 @@ export class Lab {
     return ms.length === 3 && ms.filter((m) => m.role === 'leader' && m.state === 'running').length === 1 && ms.some((m) => m.role === 'sync_standby' && (m.state === 'streaming' || m.state === 'running')) && ms.every((m) => m.state === 'running' || m.state === 'streaming');
   }
 
-  async waitHealthy(timeoutMs = 120_000): Promise<void> {
+  async waitHealthy(timeoutMs = 180_000): Promise<void> {
     try {
       await waitFor(() => this.healthy(), timeoutMs, 'the Patroni cluster to be whole again');
     } catch (err) {
