@@ -77,8 +77,10 @@ class Daemon {
     readonly args: string[],
     readonly logFile: string,
     readonly asPostgres = false,
+    private readonly refused: () => boolean = () => false,
   ) {}
   start(): void {
+    if (this.refused()) return;
     const fd = openSync(this.logFile, 'a');
     const [cmd, args] = this.asPostgres && asRoot() ? ['runuser', ['-u', 'postgres', '--', this.command, ...this.args]] : [this.command, this.args];
     this.proc = spawn(cmd, args, { stdio: ['ignore', fd, fd], detached: true, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8', HOME: '/tmp' } });
@@ -158,8 +160,11 @@ export class Lab {
     giveToPostgres(this.dir);
   }
 
+  /** Set by destroy: nothing starts any more (a fault in progress may still try). */
+  private destroyed = false;
+
   private daemon(name: string, command: string, args: string[], asPostgres = false): Daemon {
-    const d = new Daemon(name, command, args, join(this.dir, `${name}.log`), asPostgres);
+    const d = new Daemon(name, command, args, join(this.dir, `${name}.log`), asPostgres, () => this.destroyed);
     this.daemons.push(d);
     return d;
   }
@@ -439,19 +444,23 @@ export class Lab {
 
   /** Everything stopped and the folder removed (unless kept). */
   async destroy(keep: boolean): Promise<void> {
+    this.destroyed = true;
     await Promise.all(this.apps.map((a) => a.kill('SIGKILL').catch(() => {})));
     for (const d of [this.haproxy, this.pgbouncer, ...this.sentinels.map((s) => s.daemon), ...this.redis.map((r) => r.daemon)]) await d?.stop('SIGKILL', 3000).catch(() => {});
     await Promise.all(this.nodes.map((n) => n.daemon.stop('SIGTERM', 10_000).catch(() => {})));
     for (const n of this.nodes) await this.killPostmaster(n);
     await this.etcd?.stop('SIGKILL', 3000).catch(() => {});
-    // Stragglers (a postmaster Patroni started in its own session): anything still running from our folder.
-    const ps = spawnSync('pgrep', ['-f', this.dir], { encoding: 'utf8' });
-    for (const pid of ps.stdout.split('\n').map(Number).filter((p) => p > 0 && p !== process.pid)) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // gone
+    // Stragglers (a postmaster Patroni started in its own session): anything still running from our folder, twice.
+    for (let round = 0; round < 2; round++) {
+      const ps = spawnSync('pgrep', ['-f', this.dir], { encoding: 'utf8' });
+      for (const pid of ps.stdout.split('\n').map(Number).filter((p) => p > 0 && p !== process.pid)) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // gone
+        }
       }
+      await sleep(500);
     }
     if (!keep) rmSync(this.dir, { recursive: true, force: true });
   }
