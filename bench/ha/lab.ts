@@ -442,6 +442,37 @@ export class Lab {
     return { from, to };
   }
 
+  /**
+   * On a signal: everything SIGKILLed at once, synchronously (npm and tsx may end this process
+   * soon after relaying Ctrl-C, before an orderly teardown could finish), and the folder removed.
+   */
+  killAllNow(keep: boolean): void {
+    this.destroyed = true;
+    const kill = (pid: number | undefined, group: boolean) => {
+      if (!pid) return;
+      try {
+        process.kill(group ? -pid : pid, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    };
+    for (const a of this.apps) kill(a.proc?.pid, true);
+    for (const d of [...this.daemons, ...this.redis.map((r) => r.daemon)]) kill(d.proc?.pid, true);
+    for (const n of this.nodes) {
+      try {
+        kill(Number(readFileSync(join(n.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]), false);
+      } catch {
+        // not running
+      }
+    }
+    for (let round = 0; round < 2; round++) {
+      const ps = spawnSync('pgrep', ['-f', this.dir], { encoding: 'utf8' });
+      for (const pid of ps.stdout.split('\n').map(Number).filter((p) => p > 0 && p !== process.pid)) kill(pid, false);
+      spawnSync('sleep', ['0.3']);
+    }
+    if (!keep) rmSync(this.dir, { recursive: true, force: true });
+  }
+
   /** Everything stopped and the folder removed (unless kept). */
   async destroy(keep: boolean): Promise<void> {
     this.destroyed = true;

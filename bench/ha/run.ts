@@ -480,8 +480,9 @@ export async function runBench(partial: Partial<HaOptions> & { seconds?: number 
 /** On Ctrl-C (SIGINT) or SIGTERM: every process of the lab stopped and its folder removed, then exit 130. Returns the uninstaller. */
 function tearDownOnSignal(lab: Lab, keep: boolean, log: (line: string) => void): () => void {
   const handler = () => {
-    log('interrupted: tearing the lab down');
-    void lab.destroy(keep).finally(() => process.exit(130));
+    log('interrupted: killing the lab');
+    lab.killAllNow(keep);
+    process.exit(130);
   };
   process.once('SIGINT', handler);
   process.once('SIGTERM', handler);
