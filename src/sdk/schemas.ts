@@ -797,7 +797,7 @@ export interface Schemas {
     errors: {
       [extra: string]: string | Schemas["FieldMap"];
     };
-    code: "bad_request" | "invalid_amount" | "unprocessable_entity" | "pix_key_ambiguous" | "destination_not_found" | "same_account" | "amount_limit_exceeded" | "nighttime_limit_exceeded" | "daily_limit_exceeded" | "external_id_conflict" | "destination_inactive" | "insufficient_balance";
+    code: "bad_request" | "invalid_amount" | "unprocessable_entity" | "pix_key_ambiguous" | "destination_not_found" | "same_account" | "amount_limit_exceeded" | "nighttime_limit_exceeded" | "daily_limit_exceeded" | "external_id_conflict" | "account_inactive" | "destination_inactive" | "destination_cannot_receive" | "insufficient_balance";
     detail: string;
     final?: true;
     status?: "failed";
