@@ -815,7 +815,7 @@ export class SimulatedRail implements Rail {
             ),
           ),
         );
-    const delivered: number[] = [];
+    const delivered: store.LeasedNotification[] = [];
     await Promise.all(
       rows.map(async (row, i) => {
         const outcome = outcomes[i] ?? { ok: false, error: new Error('the handler did not answer this notification') };
@@ -823,19 +823,20 @@ export class SimulatedRail implements Rail {
           // The receiving institution refused the money: the payment (or return) is rejected, the
           // payer keeps it; the notification is done with.
           if (outcome.value) await store.refuseIncoming(db, refusedPayment(notifications[i]!), outcome.value.refused.code, clock.now());
-          delivered.push(row.id);
+          delivered.push(row);
           return;
         }
         const err = outcome.error;
         const backoff = Math.min(MAX_DELIVERY_BACKOFF_MS, 100 * 2 ** Math.min(row.attempts, 9));
         log.warn({ err, notification: row.notification_id, attempts: row.attempts }, 'rail notification handler failed; will retry');
-        await store.deferNotification(db, row.id, new Date(clock.now().getTime() + backoff), (err as Error)?.message ?? String(err));
+        await store.deferNotification(db, row, new Date(clock.now().getTime() + backoff), (err as Error)?.message ?? String(err));
         this.claimAt.push(monotonicNow() + backoff);
         this.wakeEngine(monotonicNow() + backoff);
       }),
     );
     // Applied notifications are deleted together (a crash before this redelivers them: the
-    // service's inbox makes that a no-op).
+    // service's inbox makes that a no-op), each named by its id and notification id: after a
+    // failover the id alone may name another one (store.LeasedNotification).
     await store.deleteNotifications(db, delivered);
   }
 

@@ -58,7 +58,7 @@ describe.each(BACKENDS)("the simulated rail's commits on %s", (backend) => {
     expect(await settingAfter((tx) => store.takeOutboundPayments(tx, [order], terms))).toBe('off');
     expect(await settingAfter((tx) => store.settleDuePayments(tx, now, 10, null))).toBe('off');
     expect(await settingAfter((tx) => store.claimNotifications(tx, now, now, 10))).toBe('off');
-    expect(await settingAfter((tx) => store.deleteNotifications(tx, [-1]))).toBe('off');
+    expect(await settingAfter((tx) => store.deleteNotifications(tx, [{ id: -1, notification_id: 'none' }]))).toBe('off');
     // Nothing stayed on the connection: the next transaction commits synchronously again.
     expect(await settingAfter((tx) => tx.query('SELECT 1'))).toBe('on');
   });

@@ -217,12 +217,22 @@ export async function claimNotifications(sql: Sql, now: Date, leaseUntil: Date, 
   );
 }
 
-export async function deleteNotification(sql: Sql, id: number): Promise<void> {
-  await sql.query('DELETE FROM sim_notifications WHERE id = $1', [id]);
+/**
+ * A leased notification, named by its row id and its notification id together: the id alone may
+ * name another notification by the time its delivery ends. A failover loses the old primary's
+ * unreplicated tail — a notification a delivery leased there (visible once committed locally, before
+ * its standby confirmed) and the sequence values it took — and the new primary hands the same id to
+ * the next notification (the HA run lost a sandbox decision so: its row deleted by the delivery of
+ * a lost one). The notification id is unique and derived from what it reports.
+ */
+export interface LeasedNotification {
+  id: number;
+  notification_id: string;
 }
 
-export async function deferNotification(sql: Sql, id: number, until: Date, error: string): Promise<void> {
-  await sql.query('UPDATE sim_notifications SET locked_until = $2, last_error = $3 WHERE id = $1', [id, until, error.slice(0, 500)]);
+/** Puts off a failed delivery until `until` (if the row is still the one leased). */
+export async function deferNotification(sql: Sql, row: LeasedNotification, until: Date, error: string): Promise<void> {
+  await sql.query('UPDATE sim_notifications SET locked_until = $3, last_error = $4 WHERE id = $1 AND notification_id = $2', [row.id, row.notification_id, until, error.slice(0, 500)]);
 }
 
 /** The stall switch: answers to payment and return orders delayed by `delay_ms`, or dropped. */
@@ -337,9 +347,15 @@ export async function settleDuePayments(
   return { settled: r.settled, others: r.others, unleased: r.unleased, leased };
 }
 
-export async function deleteNotifications(sql: Sql, ids: readonly number[]): Promise<void> {
-  if (ids.length > 0) {
-    await sql.query(`WITH ${RELAXED_COMMIT} DELETE FROM sim_notifications WHERE (SELECT relaxed FROM relaxed_commit) IS NOT NULL AND id = ANY($1::bigint[])`, [ids]);
+/** Deletes delivered notifications (each only if its row is still the one leased: `LeasedNotification`). */
+export async function deleteNotifications(sql: Sql, rows: readonly LeasedNotification[]): Promise<void> {
+  if (rows.length > 0) {
+    await sql.query(
+      `WITH ${RELAXED_COMMIT}
+       DELETE FROM sim_notifications n USING unnest($1::bigint[], $2::text[]) AS d(id, notification_id)
+        WHERE (SELECT relaxed FROM relaxed_commit) IS NOT NULL AND n.id = d.id AND n.notification_id = d.notification_id`,
+      [rows.map((r) => r.id), rows.map((r) => r.notification_id)],
+    );
   }
 }
 
