@@ -16,7 +16,9 @@ import { formatHa, runHa } from '../bench/ha/run.js';
  * skipped with the reason otherwise. pixgate goes through pgbouncer and Sentinel once it supports
  * DATABASE_POOLER and REDIS_SENTINELS (issue 25, items 1 and 4); until then straight to HAProxy.
  */
-const why = ensurePrerequisites((line) => console.warn(line));
+// Opt-in for now (PIXGATE_HA_TEST=1): the lab is new, and one failover takes 40-60 s of a loaded
+// 2-core machine; .ci/run turns it on once it has passed there repeatedly (docs/deploy.md).
+const why = process.env.PIXGATE_HA_TEST !== '1' ? 'set PIXGATE_HA_TEST=1 to run it' : ensurePrerequisites((line) => console.warn(line));
 if (why) console.warn(`high-availability short run skipped: ${why}`);
 
 /**
