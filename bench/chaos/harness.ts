@@ -14,6 +14,7 @@ import { packageRoot } from '../../src/lib/paths.js';
 import { audit, type AccountView, type Anomaly } from './audit.js';
 import { Merchant, Operator, clientClock } from './client.js';
 import { PixgateServer, PostgresCluster, RedisServer, freePort, sleep } from './infra.js';
+import { waitDrained } from './drain.js';
 import { WebhookReceiver } from './receiver.js';
 import { Workload, prng, type Op } from './workload.js';
 
@@ -344,34 +345,10 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
     await workload.stop();
     const db = new pg.Client({ connectionString: pgc.url });
     await db.connect();
-    const inFlight = async () => {
-      const [r] = (
-        await db.query(`SELECT
-          (SELECT count(*) FROM transactions WHERE kind IN ('cash_out', 'refund', 'med_refund') AND stage < 3)::int AS payouts,
-          (SELECT count(*) FROM med_infractions WHERE refund_status = 'processing')::int AS med_refunds,
-          (SELECT count(*) FROM sim_notifications)::int AS rail_notifications,
-          (SELECT count(*) FROM sim_payments WHERE status IN ('protection', 'in_flight'))::int AS rail_payments,
-          (SELECT count(*) FROM outbox_pending)::int AS undispatched,
-          (SELECT count(*) FROM webhook_deliveries WHERE status = 'pending')::int AS deliveries`)
-      ).rows as Record<string, number>[];
-      return r!;
-    };
-    const waitDrained = async (label: string) => {
-      const deadline = Date.now() + o.drainMs;
-      for (;;) {
-        const r = await inFlight();
-        if (Object.values(r).every((n) => n === 0)) return;
-        if (Date.now() > deadline) {
-          anomalies.push({ check: 'did_not_drain', detail: `${label}: still in flight after ${o.drainMs} ms: ${JSON.stringify(r)}` });
-          return;
-        }
-        await sleep(500);
-      }
-    };
-    await waitDrained('after the faults');
+    await waitDrained(db, o.drainMs, 'after the faults', anomalies);
     log('drained; resending every acknowledged keyed operation');
     await workload.replayAcknowledged();
-    await waitDrained('after the replays');
+    await waitDrained(db, o.drainMs, 'after the replays', anomalies);
     await server.kill('SIGTERM');
     log('auditing');
 

@@ -16,6 +16,7 @@ import { validCnpj, validCpf } from '../../test/helpers/fixtures.js';
 import { audit, type AccountView, type Anomaly } from '../chaos/audit.js';
 import { Merchant, Operator } from '../chaos/client.js';
 import { postgresBin, sleep } from '../chaos/infra.js';
+import { waitDrained } from '../chaos/drain.js';
 import { WebhookReceiver } from '../chaos/receiver.js';
 import { Workload, prng } from '../chaos/workload.js';
 import { Lab, waitFor } from './lab.js';
@@ -227,30 +228,10 @@ export async function runHa(partial: Partial<HaOptions> = {}): Promise<HaReport>
 
     const db = new pg.Client({ connectionString: lab.primaryUrl() });
     await db.connect();
-    const waitDrained = async (label: string) => {
-      const deadline = Date.now() + o.drainMs;
-      for (;;) {
-        const [r] = (
-          await db.query(`SELECT
-            (SELECT count(*) FROM transactions WHERE kind IN ('cash_out', 'refund', 'med_refund') AND stage < 3)::int AS payouts,
-            (SELECT count(*) FROM med_infractions WHERE refund_status = 'processing')::int AS med_refunds,
-            (SELECT count(*) FROM sim_notifications)::int AS rail_notifications,
-            (SELECT count(*) FROM sim_payments WHERE status IN ('protection', 'in_flight'))::int AS rail_payments,
-            (SELECT count(*) FROM outbox_pending)::int AS undispatched,
-            (SELECT count(*) FROM webhook_deliveries WHERE status = 'pending')::int AS deliveries`)
-        ).rows as Record<string, number>[];
-        if (Object.values(r!).every((n) => n === 0)) return;
-        if (Date.now() > deadline) {
-          anomalies.push({ check: 'did_not_drain', detail: `${label}: still in flight after ${o.drainMs} ms: ${JSON.stringify(r)}` });
-          return;
-        }
-        await sleep(500);
-      }
-    };
-    await waitDrained('after the faults');
+    await waitDrained(db, o.drainMs, 'after the faults', anomalies);
     log('drained; resending every acknowledged keyed operation');
     await workload.replayAcknowledged();
-    await waitDrained('after the replays');
+    await waitDrained(db, o.drainMs, 'after the replays', anomalies);
     await Promise.all(lab.apps.map((a) => a.kill('SIGTERM')));
     log('auditing');
     const result = await audit({ query: async (text, params) => (await db.query(text, params)).rows, ops: workload.ops, receipts: receiver.receipts, faultTimes, webhookIds: catalog.webhookIds, subscribed: catalog.subscribed, accounts: catalog.accounts });
