@@ -1,12 +1,11 @@
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openPostgres } from '../../src/db/postgres.js';
 import { emitEvent } from '../../src/events/outbox.js';
 import { STREAM_SAFETY_NET_MS } from '../../src/events/feed.routes.js';
 import { readSse } from '../../src/sdk/client.js';
 import { Pixgate } from '../../src/sdk/index.js';
 import { ApiClient, merchantWithKey, type MerchantFixture } from '../helpers/client.js';
-import { BACKENDS, openTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { BACKENDS, openTestDatabase, secondHandle, type TestDatabase } from '../helpers/db.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { recordStatements } from '../helpers/statements.js';
 import { emit, startReceiver, waitUntil } from '../webhooks/helpers.js';
@@ -111,13 +110,7 @@ describe.each(BACKENDS)('a live events stream after its credentials change, on %
 
   beforeAll(async () => {
     shared = await openTestDatabase(backend);
-    if (backend === 'postgres') {
-      const [{ s: schema }] = (await shared.db.query<{ s: string }>('SELECT current_schema() AS s')) as [{ s: string }];
-      const db = await openPostgres({ url: process.env.TEST_DATABASE_URL!, schema, max: 5, applicationName: 'pixgate-b' });
-      bDatabase = { db, backend, close: () => db.close(), reopen: () => Promise.reject(new Error('not here')) };
-    } else {
-      bDatabase = shared;
-    }
+    bDatabase = await secondHandle(shared);
     a = await startTestServer({ database: shared, env, workers: false });
     b = await startTestServer({ database: bDatabase, env, workers: false });
   });

@@ -148,3 +148,15 @@ export async function openTestDatabase(backend: Backend, options: { poolMax?: nu
   await migrate(db);
   return postgresTestDatabase(access.schema, db, max);
 }
+
+/**
+ * A second process's view of `shared`: on PostgreSQL a pool of its own on the same schema (what
+ * another pixgate process would open, so NOTIFY, locks and snapshots cross between them); on PGlite,
+ * which one process owns, the same handle. Closing it leaves `shared` open.
+ */
+export async function secondHandle(shared: TestDatabase, options: { max?: number; applicationName?: string } = {}): Promise<TestDatabase> {
+  if (shared.backend !== 'postgres') return shared;
+  const [{ s: schema }] = (await shared.db.query<{ s: string }>('SELECT current_schema() AS s')) as [{ s: string }];
+  const db = await schemaAccess(schema).open({ max: options.max ?? 5, applicationName: options.applicationName ?? 'pixgate-b' });
+  return { db, backend: 'postgres', close: () => db.close(), reopen: () => Promise.reject(new Error('a second handle is not reopened')) };
+}

@@ -1,9 +1,8 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openPostgres } from '../../src/db/postgres.js';
 import { centralClient } from '../boleto/helpers.js';
 import { ApiClient, merchantWithKey, type MerchantFixture } from '../helpers/client.js';
-import { BACKENDS, openTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { BACKENDS, openTestDatabase, secondHandle, type TestDatabase } from '../helpers/db.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 const SHAPE1 = (status: number, message: string) => ({ error: { status, message } });
@@ -26,13 +25,7 @@ describe.each(BACKENDS)('credential cache across two app instances on %s', (back
 
   beforeAll(async () => {
     shared = await openTestDatabase(backend);
-    if (backend === 'postgres') {
-      const [{ s: schema }] = (await shared.db.query<{ s: string }>('SELECT current_schema() AS s')) as [{ s: string }];
-      const db = await openPostgres({ url: process.env.TEST_DATABASE_URL!, schema, max: 5, applicationName: 'pixgate-b' });
-      bDatabase = { db, backend, close: () => db.close(), reopen: () => Promise.reject(new Error('not here')) };
-    } else {
-      bDatabase = shared;
-    }
+    bDatabase = await secondHandle(shared);
     a = await startTestServer({ database: shared, env, clock });
     b = await startTestServer({ database: bDatabase, env, clock, workers: false });
   });
