@@ -1,4 +1,4 @@
-import { ERROR_CATALOG, type DomainError, type ErrorCode } from '../errors/catalog.js';
+import { DomainError, ERROR_CATALOG, type ErrorCode } from '../errors/catalog.js';
 import { HttpError } from './errors.js';
 
 /** The one status of each code of the catalog (src/errors/catalog.ts). */
@@ -55,3 +55,14 @@ export function domainErrorToHttp(err: DomainError, shape: ErrorShape = 'busines
 }
 
 export { ERROR_CATALOG };
+
+/**
+ * The HTTP answer of a refusal, for edge code that shows or inspects one itself (the portal's
+ * messages and statuses): an HttpError as it is, a DomainError in `shape`; undefined for anything
+ * else (a fault, not a refusal).
+ */
+export function asHttpError(err: unknown, shape: ErrorShape = 'business'): HttpError | undefined {
+  if (err instanceof HttpError) return err;
+  if (err instanceof DomainError) return domainErrorToHttp(err, shape);
+  return undefined;
+}

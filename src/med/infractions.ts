@@ -1,4 +1,4 @@
-import type { AppContext } from '../context.js';
+import type { TxDeps } from '../pix/deps.js';
 import type { Sql } from '../db/db.js';
 import { lockAccount } from '../ledger/ledger.js';
 import { isoZ } from '../lib/clock.js';
@@ -45,7 +45,7 @@ export function medReturnCode(reason: string): 'BE08' | 'FR01' {
 
 type Of<K extends RailNotification['kind']> = Extract<RailNotification, { kind: K }>;
 
-export async function onInfractionReported(tx: Sql, ctx: AppContext, n: Of<'infraction.reported'>): Promise<void> {
+export async function onInfractionReported(tx: Sql, ctx: TxDeps, n: Of<'infraction.reported'>): Promise<void> {
   const original = await pix.findByEndToEndId(tx, n.endToEndId);
   if (!original || original.direction !== 'inbound' || !RECEIVED_KINDS.has(original.kind)) {
     ctx.log.error({ infraction_id: n.infractionId, end_to_end_id: n.endToEndId }, 'infraction about a PIX this institution did not credit; ignored');
@@ -80,7 +80,7 @@ export async function onInfractionReported(tx: Sql, ctx: AppContext, n: Of<'infr
  * Applies the final decision. Returns the MED refund record to send to the rail once this
  * transaction has committed (accepted with funds blocked), or null.
  */
-export async function onInfractionResolved(tx: Sql, ctx: AppContext, n: Of<'infraction.resolved'>): Promise<OwnedTransaction | null> {
+export async function onInfractionResolved(tx: Sql, ctx: TxDeps, n: Of<'infraction.resolved'>): Promise<OwnedTransaction | null> {
   const found = await repo.findInfraction(tx, n.infractionId);
   if (!found) {
     ctx.log.error({ infraction_id: n.infractionId }, 'decision on an unknown infraction; ignored');
@@ -132,7 +132,7 @@ export async function onInfractionResolved(tx: Sql, ctx: AppContext, n: Of<'infr
 }
 
 /** The return of an accepted infraction: an outbound PIX record at stage 1, its money still in `blocked`. */
-async function insertMedRefund(tx: Sql, ctx: AppContext, infraction: InfractionRow, original: OwnedTransaction, amount: number, now: Date) {
+async function insertMedRefund(tx: Sql, ctx: TxDeps, infraction: InfractionRow, original: OwnedTransaction, amount: number, now: Date) {
   const row = await insertTransaction(
     tx,
     returnRecord(ctx, original, {

@@ -1,9 +1,7 @@
-import type { AppContext } from '../context.js';
+import type { PixDeps } from '../pix/deps.js';
 import type { Sql } from '../db/db.js';
-import { badRequest, notFound, unprocessable } from '../http/errors.js';
-import { QueryReader, readPageAndDates } from '../http/query.js';
+import { DomainError } from '../errors/catalog.js';
 import { isoZ } from '../lib/clock.js';
-import { END_TO_END_ID } from '../lib/ids.js';
 import { emitMedEvent, infractionBody } from './events.js';
 import * as repo from './repository.js';
 import type { Attachment, InfractionRow } from './repository.js';
@@ -53,25 +51,31 @@ const NOT_FOUND = 'Infraction not found';
 
 /** The `:id` of a MED route: 400 `id must be a valid UUID` (the spec's example) unless it is one. */
 export function infractionId(raw: string): string {
-  if (!UUID.test(raw)) throw badRequest('id must be a valid UUID');
+  if (!UUID.test(raw)) throw new DomainError('bad_request', { message: 'id must be a valid UUID' });
   return raw.toLowerCase();
 }
 
+/** The filters and page of GET /med (read from the query string by src/med/routes.ts). */
+export interface InfractionListQuery {
+  page: number;
+  perPage: number;
+  from: Date | undefined;
+  before: Date | undefined;
+  status: (typeof repo.MED_STATUSES)[number] | undefined;
+  endToEndId: string | undefined;
+}
+
 /** GET /med: status, end_to_end_id, date_from, date_to, page, per_page; newest first. */
-export async function listInfractions(ctx: AppContext, accountId: number, query: unknown) {
-  const r = new QueryReader(query);
-  const { page, perPage, from, before } = readPageAndDates(r);
-  const status = r.oneOf('status', repo.MED_STATUSES);
-  const endToEndId = r.string('end_to_end_id', END_TO_END_ID, 'must be an end-to-end id (E + ISPB + date + 11 characters)');
-  r.done();
+export async function listInfractions(ctx: Pick<PixDeps, 'db' | 'clock'>, accountId: number, query: InfractionListQuery) {
+  const { page, perPage, from, before, status, endToEndId } = query;
   const rows = await repo.listForAccount(ctx.db, { accountId, status, endToEndId, from, before, limit: perPage, offset: (page - 1) * perPage });
   return { worked: true, data: rows.map(medRecord), page, per_page: perPage };
 }
 
 /** GET /med/:id. */
-export async function getInfraction(ctx: AppContext, accountId: number, id: string) {
+export async function getInfraction(ctx: Pick<PixDeps, 'db' | 'clock'>, accountId: number, id: string) {
   const row = await repo.findForAccount(ctx.db, accountId, infractionId(id));
-  if (!row) throw notFound(NOT_FOUND);
+  if (!row) throw new DomainError('not_found', { message: NOT_FOUND });
   return { worked: true, ...medRecord(row) };
 }
 
@@ -88,20 +92,21 @@ export type RecordAnswer = (tx: Sql, statusCode: number, body: unknown) => Promi
  * idempotency answer. 201 with the MED record. A second defense, a resolved infraction or a passed
  * deadline: 422.
  */
-export async function submitDefense(ctx: AppContext, accountId: number, id: string, defense: Defense, record: RecordAnswer) {
+export async function submitDefense(ctx: Pick<PixDeps, 'db' | 'clock'>, accountId: number, id: string, defense: Defense, record: RecordAnswer) {
   const uuid = infractionId(id);
   return ctx.db.transaction(async (tx) => {
     const row = await repo.findForAccount(tx, accountId, uuid, true);
-    if (!row) throw notFound(NOT_FOUND);
+    if (!row) throw new DomainError('not_found', { message: NOT_FOUND });
     if (row.status !== 'OPEN') {
-      throw unprocessable(
-        row.status === 'defense_submitted'
-          ? 'A defense was already submitted for this infraction'
-          : `The infraction is ${row.status}; a defense can only be submitted while it is OPEN`,
-      );
+      throw new DomainError('unprocessable_entity', {
+        message:
+          row.status === 'defense_submitted'
+            ? 'A defense was already submitted for this infraction'
+            : `The infraction is ${row.status}; a defense can only be submitted while it is OPEN`,
+      });
     }
     const now = ctx.clock.now();
-    if (now.getTime() >= row.defense_deadline.getTime()) throw unprocessable(`The defense deadline passed at ${isoZ(row.defense_deadline)}`);
+    if (now.getTime() >= row.defense_deadline.getTime()) throw new DomainError('unprocessable_entity', { message: `The defense deadline passed at ${isoZ(row.defense_deadline)}` });
     await repo.updateInfraction(tx, row.id, { status: 'defense_submitted', defense: { ...defense, submittedAt: now } }, now);
     const updated = (await repo.findInfraction(tx, row.id))!;
     await emitMedEvent(tx, updated, 'pix.infraction.defense_submitted', {

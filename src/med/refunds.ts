@@ -1,4 +1,4 @@
-import type { AppContext } from '../context.js';
+import type { PixDeps, TxDeps } from '../pix/deps.js';
 import type { Sql } from '../db/db.js';
 import { isoZ } from '../lib/clock.js';
 import { refundBody, refundTotalsBody } from '../pix/events.js';
@@ -25,7 +25,7 @@ import * as repo from './repository.js';
  */
 
 /** Sends a MED return at stage 1 and records the rail's answer. A failure is left to the recovery worker. */
-export async function sendMedRefund(ctx: AppContext, row: OwnedTransaction): Promise<void> {
+export async function sendMedRefund(ctx: PixDeps, row: OwnedTransaction): Promise<void> {
   const original = (await pix.findById(ctx.db, row.original_id!))!;
   let ack: ReturnAck;
   try {
@@ -42,7 +42,7 @@ async function infractionOf(tx: Sql, row: OwnedTransaction) {
 }
 
 /** blocked -> central bank, settled, pix.refund.completed (status settled). The account is locked. */
-export async function settleMedRefund(tx: Sql, ctx: AppContext, row: OwnedTransaction, settledAt: Date): Promise<OwnedTransaction> {
+export async function settleMedRefund(tx: Sql, ctx: TxDeps, row: OwnedTransaction, settledAt: Date): Promise<OwnedTransaction> {
   const now = ctx.clock.now();
   const settled = await bookReturnSettled(tx, ctx, row, settledAt, { kind: 'med_refund_settle', from: 'blocked' });
   const infraction = await infractionOf(tx, row);
@@ -54,7 +54,7 @@ export async function settleMedRefund(tx: Sql, ctx: AppContext, row: OwnedTransa
 type Of<K extends RailNotification['kind']> = Extract<RailNotification, { kind: K }>;
 
 /** return.settled of a MED return; false when the return is not one (a voluntary refund's). */
-export async function onMedReturnSettled(tx: Sql, ctx: AppContext, n: Of<'return.settled'>): Promise<boolean> {
+export async function onMedReturnSettled(tx: Sql, ctx: TxDeps, n: Of<'return.settled'>): Promise<boolean> {
   const row = await lockReturn(tx, n.endToEndId, MED.refundKind);
   if (!row) return false;
   if (row.stage !== 3) await settleMedRefund(tx, ctx, row, n.settledAt);
@@ -62,7 +62,7 @@ export async function onMedReturnSettled(tx: Sql, ctx: AppContext, n: Of<'return
 }
 
 /** return.rejected of a MED return; false when the return is not one. */
-export async function onMedReturnRejected(tx: Sql, ctx: AppContext, n: Of<'return.rejected'>): Promise<boolean> {
+export async function onMedReturnRejected(tx: Sql, ctx: TxDeps, n: Of<'return.rejected'>): Promise<boolean> {
   const row = await lockReturn(tx, n.endToEndId, MED.refundKind);
   if (!row) return false;
   if (row.stage === 3) return true;

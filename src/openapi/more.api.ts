@@ -5,7 +5,7 @@ import { MAX_AMOUNT_CENTS } from '../lib/money.js';
 import { DESCRIPTION_MAX } from '../pix/cashOutCommand.js';
 import { EXTERNAL_ID, EXTERNAL_ID_MESSAGE } from '../pix/externalId.js';
 import { PIX_KEY_TYPES } from '../pix/keys.js';
-import { TEF_ERRORS, type TefErrorCode } from '../tef/errors.js';
+import { TEF_ERROR_CODES } from '../tef/tef.js';
 import { defineRoutes } from '../http/routeSpec.js';
 import { readerParam } from '../http/listParams.js';
 
@@ -59,7 +59,7 @@ const TefError = named(
   z.object({
     worked: z.literal(false),
     errors: z.record(z.string(), z.union([z.string(), FieldMapSchema])),
-    code: z.enum(Object.keys(TEF_ERRORS) as [TefErrorCode, ...TefErrorCode[]]),
+    code: z.enum(TEF_ERROR_CODES),
     detail: z.string(),
     final: z.literal(true).optional(),
     status: z.literal('failed').optional(),
@@ -72,11 +72,11 @@ const TefError = named(
 
 const tefResponses = {
   200: { description: 'Settled (or the same transfer again for a repeated external_id)', schema: TefTransfer },
-  400: { description: 'Malformed body (field map under errors.bad_request)', schema: TefError },
+  400: { description: 'Malformed body (field map under errors.bad_request); recorded failure `insufficient_balance`', schema: TefError },
   409: { description: '`external_id_conflict`: external_id used with a different payload', schema: TefError },
   422: {
     description:
-      '`invalid_amount`, `unprocessable_entity` (key), `pix_key_ambiguous`, `destination_not_found`, `same_account`, limits, `account_inactive` (the source); recorded failures `destination_inactive`, `destination_cannot_receive`, `insufficient_balance`',
+      '`invalid_amount`, `unprocessable_entity` (key), `pix_key_ambiguous`, `destination_not_found`, `same_account`, limits, `account_inactive` (the source); recorded failures `destination_inactive`, `destination_cannot_receive`',
     schema: TefError,
   },
 };
@@ -94,6 +94,7 @@ export const tefApi = defineRoutes({
     body: tefBody,
     bodyExample: { amount: 2500, account_id: 3, description: 'Reforço de caixa', external_id: 'tef-42' },
     responses: tefResponses,
+    errorShape: 'operation',
   },
 });
 export const tefAdminApi = defineRoutes({
@@ -106,6 +107,7 @@ export const tefAdminApi = defineRoutes({
     body: tefAdminBody,
     bodyExample: { from_account_id: 2, amount: 2500, pix_key: 'loja@example.com' },
     responses: tefResponses,
+    errorShape: 'operation',
   },
 });
 

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { AppContext } from '../context.js';
+import { DomainError } from '../errors/catalog.js';
+import type { CashOutDeps, TxDeps } from './deps.js';
 import { LOCK_NOT_AVAILABLE, provesRollback, sqlState, UNIQUE_VIOLATION, type Sql } from '../db/db.js';
 import { outboxBody } from '../events/outbox.js';
 import { IdempotencyLostError, type IdempotencyBinding } from '../external/idempotency.js';
@@ -10,7 +11,6 @@ import { addMoney, centsToBaseUnits } from '../lib/money.js';
 import * as merchants from '../merchants/repository.js';
 import type { DirectoryEntry, PaymentAck, PaymentOrder } from '../rail/rail.js';
 import { TX_STATUS } from '../transactions/repository.js';
-import { cashOutError } from './cashOutErrors.js';
 import type { CashOutCommand } from './cashOutCommand.js';
 import { emitFor, payoutBody } from './events.js';
 import { limitProblem, limitWindows } from './limits.js';
@@ -100,7 +100,7 @@ export function cashOutAnswer(row: OwnedTransaction): CashOutAnswer {
   };
 }
 
-export async function cashOut(ctx: AppContext, caller: CashOutCaller, cmd: CashOutCommand, key: CashOutKey): Promise<CashOutAnswer> {
+export async function cashOut(ctx: CashOutDeps, caller: CashOutCaller, cmd: CashOutCommand, key: CashOutKey): Promise<CashOutAnswer> {
   if (key.resumes !== null) {
     // An earlier attempt under this Idempotency-Key created the order: continue it, create none.
     const bound = await repo.findById(ctx.db, key.resumes);
@@ -171,7 +171,7 @@ export const WAIT_LANE_MAX = CASH_OUT_BATCH_MAX;
  * committed. A hot account's concurrent debits become one lock and one commit; many accounts'
  * cash-outs share one commit. Across processes the accounts' row locks order the batches.
  */
-const reserver = batcherPer((ctx: AppContext) =>
+const reserver = batcherPer((ctx: CashOutDeps) =>
   new Batcher<ReserveRequest, Reserved>({
     maxBatch: CASH_OUT_BATCH_MAX,
     lingerMs: CASH_OUT_BATCH_LINGER_MS,
@@ -182,7 +182,7 @@ const reserver = batcherPer((ctx: AppContext) =>
   }),
 );
 
-async function reserveInBatch(ctx: AppContext, request: ReserveRequest): Promise<Settled> {
+async function reserveInBatch(ctx: CashOutDeps, request: ReserveRequest): Promise<Settled> {
   const reserved = await reserver(ctx).submit(request);
   return 'later' in reserved ? reserved.later : reserved;
 }
@@ -219,7 +219,7 @@ class WaitLanes {
   private readonly ready: number[] = [];
   private running = 0;
 
-  constructor(private readonly ctx: AppContext) {}
+  constructor(private readonly ctx: CashOutDeps) {}
 
   has(accountId: number): boolean {
     return this.lanes.has(accountId);
@@ -276,7 +276,7 @@ class WaitLanes {
   }
 }
 
-const waitLanes = onePer((ctx: AppContext) => new WaitLanes(ctx));
+const waitLanes = onePer((ctx: CashOutDeps) => new WaitLanes(ctx));
 
 class LostClaims extends Error {
   constructor(readonly items: ReadonlySet<ReserveRequest>) {
@@ -298,7 +298,7 @@ class LostClaims extends Error {
  * In `skip` mode the books of an account held elsewhere are not waited for: its items go to its
  * WaitLane (`later`), and so do the items of an account that already has one.
  */
-async function runBatch(ctx: AppContext, batch: ReserveRequest[], mode: LockMode): Promise<BatchOutcome<Reserved>[]> {
+async function runBatch(ctx: CashOutDeps, batch: ReserveRequest[], mode: LockMode): Promise<BatchOutcome<Reserved>[]> {
   const done = new Map<ReserveRequest, BatchOutcome<Reserved>>();
   const lanes = waitLanes(ctx);
   const items = mode === 'skip' ? batch.filter((item) => !lanes.has(item.caller.accountId)) : batch;
@@ -332,7 +332,7 @@ async function runBatch(ctx: AppContext, batch: ReserveRequest[], mode: LockMode
 }
 
 /** The batches (or parts of batches) checked again under the locks (`pixgate_batch_*{batcher="cash_out_reserve_locked"}`). */
-const lockedObserver = onePer((ctx: AppContext) => ctx.metrics.batchObserver('cash_out_reserve_locked'));
+const lockedObserver = onePer((ctx: CashOutDeps) => ctx.metrics.batchObserver('cash_out_reserve_locked'));
 
 /**
  * The configuration (fee, limits, holder) of the accounts whose cash-outs this process has read,
@@ -341,12 +341,12 @@ const lockedObserver = onePer((ctx: AppContext) => ctx.metrics.batchObserver('ca
  * to tell this process that an account changed: a stale entry costs the read it saves, and the
  * read refreshes it.
  */
-const knownAccounts = onePer((_ctx: AppContext) => new Map<number, repo.CashOutAccountConfig>());
+const knownAccounts = onePer((_ctx: CashOutDeps) => new Map<number, repo.CashOutAccountConfig>());
 const KNOWN_ACCOUNTS_MAX = 10_000;
 /** The available balance a batch decided without a read assumes: the statement checks the real one. */
 const UNLIMITED = Number.MAX_SAFE_INTEGER;
 
-function remember(ctx: AppContext, accounts: ReadonlyMap<number, repo.CashOutLockState>): void {
+function remember(ctx: CashOutDeps, accounts: ReadonlyMap<number, repo.CashOutLockState>): void {
   const known = knownAccounts(ctx);
   if (known.size + accounts.size > KNOWN_ACCOUNTS_MAX) known.clear();
   for (const [id, a] of accounts) {
@@ -373,7 +373,7 @@ function remember(ctx: AppContext, accounts: ReadonlyMap<number, repo.CashOutLoc
  * whose figures or configuration said no. So a refusal is always made on a read, with its figures.
  */
 async function reserveAssumed(
-  ctx: AppContext,
+  ctx: CashOutDeps,
   items: ReserveRequest[],
   done: Map<ReserveRequest, BatchOutcome<Reserved>>,
   mode: LockMode,
@@ -429,7 +429,7 @@ async function reserveAssumed(
 }
 
 async function reserveUnlocked(
-  ctx: AppContext,
+  ctx: CashOutDeps,
   items: ReserveRequest[],
   mode: LockMode,
   busy: Set<number>,
@@ -495,7 +495,7 @@ function checkedAccount(state: repo.CashOutLockState, refused: boolean, decided:
  * lock the books (a charge) is answered as a repeat of that record (409 for another command);
  * any other refusal is its own error.
  */
-async function reserveIsolated(ctx: AppContext, items: ReserveRequest[], mode: LockMode, busy: Set<number>): Promise<Map<ReserveRequest, BatchOutcome<Reserved>>> {
+async function reserveIsolated(ctx: CashOutDeps, items: ReserveRequest[], mode: LockMode, busy: Set<number>): Promise<Map<ReserveRequest, BatchOutcome<Reserved>>> {
   try {
     return await reserveLocked(ctx, items, mode, busy);
   } catch (err) {
@@ -514,7 +514,7 @@ async function reserveIsolated(ctx: AppContext, items: ReserveRequest[], mode: L
   }
 }
 
-async function refusedAlone(ctx: AppContext, item: ReserveRequest, err: unknown): Promise<BatchOutcome<Reserved>> {
+async function refusedAlone(ctx: CashOutDeps, item: ReserveRequest, err: unknown): Promise<BatchOutcome<Reserved>> {
   if (sqlState(err) === UNIQUE_VIOLATION && item.cmd.externalId !== null) {
     const existing = await repo.findByExternalId(ctx.db, item.caller.accountId, item.cmd.externalId);
     if (existing) return { ok: true, value: { sameAs: existing } };
@@ -526,7 +526,7 @@ async function refusedAlone(ctx: AppContext, item: ReserveRequest, err: unknown)
  * Runs items under the locks: an outcome for every item of an account that was not busy (a
  * transaction that fails fails them all; `reserveIsolated` splits it).
  */
-async function reserveLocked(ctx: AppContext, batch: ReserveRequest[], mode: LockMode, busy: Set<number>): Promise<Map<ReserveRequest, BatchOutcome<Reserved>>> {
+async function reserveLocked(ctx: CashOutDeps, batch: ReserveRequest[], mode: LockMode, busy: Set<number>): Promise<Map<ReserveRequest, BatchOutcome<Reserved>>> {
   const lost = new Set<ReserveRequest>();
   for (;;) {
     const items = batch.filter((i) => !lost.has(i));
@@ -591,7 +591,7 @@ interface Decided {
  * earlier item of this batch) is a repeat; a limit or balance refusal is the item's own cash-out
  * error; the others are accepted, with their records. All checks of an item precede its writes.
  */
-function decide(ctx: AppContext, items: readonly ReserveRequest[], accounts: Map<number, repo.CashOutLockState>, now: Date, windows: repo.UsageWindow[]): Decided {
+function decide(ctx: Pick<TxDeps, 'config'>, items: readonly ReserveRequest[], accounts: Map<number, repo.CashOutLockState>, now: Date, windows: repo.UsageWindow[]): Decided {
   const runs = new Map<number, AccountRun>();
   for (const [id, state] of accounts) {
     runs.set(id, { state, safe: toBalances(state.books).safe, used: new Map(Object.entries(state.usage ?? {})), firstAccepted: new Map() });
@@ -623,9 +623,9 @@ function decide(ctx: AppContext, items: readonly ReserveRequest[], accounts: Map
       const fee = centsToBaseUnits(state.cash_out_fee_cents);
       const amount = centsToBaseUnits(cmd.amountCents);
       const problem = limitProblem(amount, limits, windows, run.used);
-      if (problem) throw cashOutError(problem.code, { detail: problem.detail });
+      if (problem) throw new DomainError(problem.code, { detail: problem.detail });
       const debit = addMoney(amount, fee);
-      if (run.safe < debit) throw cashOutError('insufficient_balance', { detail: `Available balance ${run.safe} is below amount plus fee ${debit} (base units)` });
+      if (run.safe < debit) throw new DomainError('insufficient_balance', { detail: `Available balance ${run.safe} is below amount plus fee ${debit} (base units)` });
       run.safe -= debit;
       for (const w of windows) run.used.set(w.kind, (run.used.get(w.kind) ?? 0) + amount);
       const record: repo.NewCashOut = {
@@ -690,7 +690,7 @@ function decide(ctx: AppContext, items: readonly ReserveRequest[], accounts: Map
  */
 async function reserveBatch(
   tx: Sql,
-  ctx: AppContext,
+  ctx: CashOutDeps,
   all: readonly ReserveRequest[],
   mode: LockMode,
 ): Promise<{ outcome: Map<ReserveRequest, BatchOutcome<Reserved>>; busy: Set<number> }> {
@@ -725,9 +725,9 @@ async function reserveBatch(
 }
 
 /** The receiver of a key, or the cash-out error that forbids paying it. */
-async function resolveDestination(ctx: AppContext, caller: CashOutCaller, key: string) {
+async function resolveDestination(ctx: CashOutDeps, caller: CashOutCaller, key: string) {
   const entry = await ctx.rail.directory.lookupKey(key);
-  if (!entry) throw cashOutError('destination_not_found', { detail: `PIX key ${key} is not registered in the directory` });
+  if (!entry) throw new DomainError('destination_not_found', { detail: `PIX key ${key} is not registered in the directory` });
   if (entry.accountId === null && entry.ispb !== ctx.config.institutionIspb) return entry;
   // The key belongs to this institution: to one of the caller's accounts (or, for a key registered
   // in the sandbox with this ISPB, to the caller's document), or to someone else here.
@@ -735,8 +735,8 @@ async function resolveDestination(ctx: AppContext, caller: CashOutCaller, key: s
     entry.accountId !== null
       ? (await merchants.findAccount(ctx.db, entry.accountId))?.merchant_id === caller.merchantId
       : (await merchants.findMerchant(ctx.db, caller.merchantId))?.document === entry.document;
-  if (own) throw cashOutError('self_transfer', { detail: 'The key belongs to your own account; move money between your accounts with a TEF: POST /api/external/tef/transfers' });
-  throw cashOutError('same_institution_transfer', { detail: 'The key belongs to an account of this institution; use a TEF: POST /api/external/tef/transfers with this pix_key' });
+  if (own) throw new DomainError('self_transfer', { detail: 'The key belongs to your own account; move money between your accounts with a TEF: POST /api/external/tef/transfers' });
+  throw new DomainError('same_institution_transfer', { detail: 'The key belongs to an account of this institution; use a TEF: POST /api/external/tef/transfers with this pix_key' });
 }
 
 /**
@@ -757,10 +757,10 @@ async function reserveWithinLimits(tx: Sql, account: merchants.AccountRow, safe:
     windows,
     used,
   );
-  if (problem) throw cashOutError(problem.code, { detail: problem.detail });
+  if (problem) throw new DomainError(problem.code, { detail: problem.detail });
   const debit = addMoney(amount, fee);
   if (safe < debit) {
-    throw cashOutError('insufficient_balance', { detail: `Available balance ${safe} is below amount plus fee ${debit} (base units)` });
+    throw new DomainError('insufficient_balance', { detail: `Available balance ${safe} is below amount plus fee ${debit} (base units)` });
   }
   await repo.addUsage(tx, account.id, windows, amount);
   return windows;
@@ -782,9 +782,9 @@ export async function releaseReservation(tx: Sql, row: OwnedTransaction, kind: s
 }
 
 /** The same external_id again: 409 for another command, else the original order resumed or answered. */
-async function repeat(ctx: AppContext, existing: OwnedTransaction, cmd: CashOutCommand, key: CashOutKey): Promise<CashOutAnswer> {
+async function repeat(ctx: CashOutDeps, existing: OwnedTransaction, cmd: CashOutCommand, key: CashOutKey): Promise<CashOutAnswer> {
   if (existing.kind !== 'cash_out' || existing.request_fingerprint !== cmd.fingerprint) {
-    throw cashOutError('external_id_conflict', { detail: `external_id ${cmd.externalId} belongs to ${existing.transaction_id}, sent with a different payload` });
+    throw new DomainError('external_id_conflict', { detail: `external_id ${cmd.externalId} belongs to ${existing.transaction_id}, sent with a different payload` });
   }
   return resume(ctx, existing, key);
 }
@@ -794,7 +794,7 @@ async function repeat(ctx: AppContext, existing: OwnedTransaction, cmd: CashOutC
  * a failed-but-resumable one (provider_timeout) reserved and sent again, any other answered as it
  * stands.
  */
-async function resume(ctx: AppContext, existing: OwnedTransaction, key: CashOutKey): Promise<CashOutAnswer> {
+async function resume(ctx: CashOutDeps, existing: OwnedTransaction, key: CashOutKey): Promise<CashOutAnswer> {
   if (existing.stage === 1) return submit(ctx, existing, key);
   if (existing.metadata.resumable === true) {
     const resumed = await ctx.db.transaction(async (tx) => {
@@ -832,7 +832,7 @@ export function paymentOrder(row: OwnedTransaction, institutionIspb: string): Pa
 }
 
 /** Steps 2 and 3 for a stage-1 record. */
-async function submit(ctx: AppContext, row: OwnedTransaction, key: CashOutKey): Promise<CashOutAnswer> {
+async function submit(ctx: CashOutDeps, row: OwnedTransaction, key: CashOutKey): Promise<CashOutAnswer> {
   let ack: PaymentAck | null = null;
   try {
     ack = await ctx.rail.sendPayment(paymentOrder(row, ctx.config.institutionIspb));
@@ -852,7 +852,7 @@ async function submit(ctx: AppContext, row: OwnedTransaction, key: CashOutKey): 
     await key.record(tx, answer.statusCode, answer.body);
     return answer;
   });
-  if (result === 'timeout') throw cashOutError('provider_timeout', { detail: `The central bank did not take ${row.transaction_id}; nothing was debited. Send the same request again after 5 seconds` });
+  if (result === 'timeout') throw new DomainError('provider_timeout', { detail: `The central bank did not take ${row.transaction_id}; nothing was debited. Send the same request again after 5 seconds` });
   return result;
 }
 
@@ -864,7 +864,7 @@ async function submit(ctx: AppContext, row: OwnedTransaction, key: CashOutKey): 
  * or a concurrent repeat moved the record first, or the key was lost): the caller then takes the
  * transactional path, which answers the record as it stands (or fails on the lost key).
  */
-async function recordSent(ctx: AppContext, row: OwnedTransaction, paymentStatus: 'processing' | 'queued', key: CashOutKey): Promise<CashOutAnswer | undefined> {
+async function recordSent(ctx: CashOutDeps, row: OwnedTransaction, paymentStatus: 'processing' | 'queued', key: CashOutKey): Promise<CashOutAnswer | undefined> {
   const now = ctx.clock.now();
   const after: OwnedTransaction = { ...row, stage: 2, payment_status: paymentStatus };
   const answer = cashOutAnswer(after);
@@ -891,7 +891,7 @@ async function recordSent(ctx: AppContext, row: OwnedTransaction, paymentStatus:
 }
 
 /** Step 3 of the cash-outs of this process: the marks that come together go in one statement. */
-const sentMarker = batcherPer((ctx: AppContext) =>
+const sentMarker = batcherPer((ctx: CashOutDeps) =>
   new Batcher<repo.SentMark, { recorded: boolean } | undefined>({
     maxBatch: CASH_OUT_BATCH_MAX,
     maxInFlight: 2,
@@ -910,7 +910,7 @@ const sentMarker = batcherPer((ctx: AppContext) =>
  */
 export async function applyPaymentAck(
   tx: Sql,
-  ctx: AppContext,
+  ctx: Pick<TxDeps, 'clock'>,
   row: OwnedTransaction,
   ack: PaymentAck | null,
   options: { emitTimeoutFailure?: boolean } = {},

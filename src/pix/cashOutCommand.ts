@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { amountInCents, parseExternalId } from './externalId.js';
-import { readBody } from '../http/bodyReader.js';
 import { BrCodeError, decodeBrCode } from '../lib/brcode.js';
 import { canonicalize } from '../lib/canonicalJson.js';
-import { cashOutBadRequest, cashOutError } from './cashOutErrors.js';
+import { readBody } from '../lib/bodyReader.js';
+import { DomainError, invalidFields } from '../errors/catalog.js';
 import { brCodeKey, detectPixKeyType, normalizePixKey, PIX_KEY_TYPES, type PixKeyType } from './keys.js';
 
 /** A cash-out request, validated and normalized. */
@@ -31,7 +31,7 @@ export const DESCRIPTION_MAX = 140;
  * key format`, 422 `Invalid EMV payload: …`). Unknown fields are refused.
  */
 export function parseCashOut(body: unknown): CashOutCommand {
-  const r = readBody(body, FIELDS, cashOutBadRequest);
+  const r = readBody(body, FIELDS);
   const { add, present, str } = r;
   const b = r.body;
   const pixKey = str('pix_key');
@@ -53,7 +53,7 @@ export function parseCashOut(body: unknown): CashOutCommand {
 
   let amountCents: number | null = null;
   if (present('amount')) {
-    amountCents = amountInCents(b.amount, (detail) => cashOutError('invalid_amount', { detail }));
+    amountCents = amountInCents(b.amount, (detail) => new DomainError('invalid_amount', { detail }));
   }
 
   let key: string;
@@ -63,14 +63,14 @@ export function parseCashOut(body: unknown): CashOutCommand {
     const decoded = decodeEmv(emv);
     if (decoded.amountCents !== null) {
       if (amountCents !== null && amountCents !== decoded.amountCents) {
-        throw cashOutError('unprocessable_entity', {
+        throw new DomainError('unprocessable_entity', {
           message: 'amount differs from the amount of the EMV payload',
           detail: `amount is ${amountCents} cents but the EMV payload asks for ${decoded.amountCents}`,
         });
       }
       amountCents = decoded.amountCents;
     }
-    if (amountCents === null) throw cashOutBadRequest({ amount: ['is required when the EMV payload has no amount'] });
+    if (amountCents === null) throw invalidFields({ amount: ['is required when the EMV payload has no amount'] });
     ({ key, keyType } = decoded);
     txid = decoded.txid;
   } else {
@@ -87,7 +87,7 @@ export function resolveKey(raw: string, declared: PixKeyType | null): { key: str
   if (keyType === null) {
     const detected = detectPixKeyType(raw);
     if ('ambiguous' in detected) {
-      throw cashOutError('pix_key_ambiguous', { detail: `pix_key ${raw.trim()} has 11 digits: send pix_key_type "cpf" or "phone"` });
+      throw new DomainError('pix_key_ambiguous', { detail: `pix_key ${raw.trim()} has 11 digits: send pix_key_type "cpf" or "phone"` });
     }
     if ('invalid' in detected) throw invalidKey(`pix_key is not a CPF, CNPJ, e-mail, phone (+55…) or random (EVP) key`);
     keyType = detected.type;
@@ -98,7 +98,7 @@ export function resolveKey(raw: string, declared: PixKeyType | null): { key: str
 }
 
 function invalidKey(detail: string) {
-  return cashOutError('unprocessable_entity', { message: 'Invalid PIX key format', detail });
+  return new DomainError('unprocessable_entity', { message: 'Invalid PIX key format', detail });
 }
 
 /** Reads a BR Code: CRC and structure, a static key (dynamic codes are refused), amount, txid. */
@@ -108,12 +108,12 @@ function decodeEmv(emv: string): { key: string; keyType: PixKeyType; amountCents
     decoded = decodeBrCode(emv);
   } catch (err) {
     if (err instanceof BrCodeError) {
-      throw cashOutError('unprocessable_entity', { message: `Invalid EMV payload: ${err.message}`, detail: `The emv field is not a valid BR Code: ${err.message}` });
+      throw new DomainError('unprocessable_entity', { message: `Invalid EMV payload: ${err.message}`, detail: `The emv field is not a valid BR Code: ${err.message}` });
     }
     throw err;
   }
   if (decoded.key === null) {
-    throw cashOutError('unprocessable_entity', {
+    throw new DomainError('unprocessable_entity', {
       message: 'Invalid EMV payload: dynamic BR Codes (location URL) are not supported',
       detail: 'The BR Code carries a location URL instead of a PIX key; pay it with the key instead',
     });

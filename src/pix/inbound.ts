@@ -1,4 +1,4 @@
-import type { AppContext } from '../context.js';
+import type { TxDeps } from './deps.js';
 import type { Sql } from '../db/db.js';
 import { INSTITUTION_BOOK, lockAccount, post, type Posting } from '../ledger/ledger.js';
 import { bankName } from '../lib/banks.js';
@@ -48,7 +48,7 @@ export interface InboundPayment {
  * its own (RefusedNotification, AC03), or past the account's maximum balance (the ledger's
  * AmountTooLargeError, AM02); the caller's transaction rolls back and nothing is credited.
  */
-export async function receiveInboundPayment(tx: Sql, ctx: AppContext, p: InboundPayment): Promise<OwnedTransaction> {
+export async function receiveInboundPayment(tx: Sql, ctx: TxDeps, p: InboundPayment): Promise<OwnedTransaction> {
   const already = await repo.findByEndToEndId(tx, p.endToEndId);
   if (already) return already;
   await lockAccount(tx, p.accountId);

@@ -1,5 +1,5 @@
 import type { Database, Sql } from '../db/db.js';
-import { badRequest, conflict } from '../http/errors.js';
+import { DomainError, invalidFields } from '../errors/catalog.js';
 import { newUuid } from '../lib/ids.js';
 import * as merchants from '../merchants/repository.js';
 import { KeyAlreadyRegisteredError, RailTimeoutError, type Rail } from '../rail/rail.js';
@@ -24,19 +24,19 @@ export async function registerOwnKey(
   input: { accountId: number; type: PixKeyType; key?: string | undefined },
 ): Promise<PixKeyRow> {
   const account = await merchants.findAccount(db, input.accountId);
-  if (!account) throw badRequest({ account_id: ['does not exist'] });
+  if (!account) throw invalidFields({ account_id: ['does not exist'] });
   const merchant = (await merchants.findMerchant(db, account.merchant_id))!;
   let raw = input.key;
   if (raw === undefined) {
-    if (input.type !== 'evp') throw badRequest({ key: ['is required'] });
+    if (input.type !== 'evp') throw invalidFields({ key: ['is required'] });
     raw = newUuid();
   }
   const key = normalizePixKey(input.type, raw);
-  if (key === null) throw badRequest({ key: [`is not a valid ${input.type} key`] });
+  if (key === null) throw invalidFields({ key: [`is not a valid ${input.type} key`] });
   try {
     await rail.directory.registerKey({ key, type: input.type, name: merchant.name, document: merchant.document, accountId: account.id });
   } catch (err) {
-    if (err instanceof KeyAlreadyRegisteredError) throw conflict('PIX key is already registered');
+    if (err instanceof KeyAlreadyRegisteredError) throw new DomainError('conflict', { message: 'PIX key is already registered' });
     // No answer in time: the directory may have registered it; undo, best effort.
     if (err instanceof RailTimeoutError) await rail.directory.removeKey(key).catch(() => {});
     throw err;

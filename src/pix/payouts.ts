@@ -1,4 +1,4 @@
-import type { AppContext } from '../context.js';
+import type { TxDeps } from './deps.js';
 import type { Sql } from '../db/db.js';
 import { outboxBody } from '../events/outbox.js';
 import { INSTITUTION_BOOK, post } from '../ledger/ledger.js';
@@ -31,7 +31,7 @@ import type { OwnedTransaction } from './repository.js';
 type Of<K extends RailNotification['kind']> = Extract<RailNotification, { kind: K }>;
 
 /** The cash-out with this end-to-end id, locked (its account first, when money moves). */
-async function lockPayout(tx: Sql, ctx: AppContext, endToEndId: string, withAccount: boolean): Promise<OwnedTransaction | null> {
+async function lockPayout(tx: Sql, ctx: TxDeps, endToEndId: string, withAccount: boolean): Promise<OwnedTransaction | null> {
   // With the account: found and the books locked in one statement.
   const found = withAccount ? await repo.findByEndToEndIdLockingCashOutAccount(tx, endToEndId) : await repo.findByEndToEndId(tx, endToEndId);
   if (!found || found.kind !== 'cash_out') {
@@ -46,7 +46,7 @@ async function announceAcceptance(tx: Sql, row: OwnedTransaction): Promise<void>
   if (row.stage === 1) await emitFor(tx, 'pix.payout.processing', row, payoutBody(row));
 }
 
-export async function onPaymentAccepted(tx: Sql, ctx: AppContext, n: Of<'payment.accepted'>): Promise<void> {
+export async function onPaymentAccepted(tx: Sql, ctx: TxDeps, n: Of<'payment.accepted'>): Promise<void> {
   const row = await lockPayout(tx, ctx, n.endToEndId, false);
   if (!row || row.stage === 3 || (row.stage === 2 && row.payment_status !== 'queued')) return;
   // Only a protection-queued order is released: if its acknowledgement was never recorded (stage 1),
@@ -56,7 +56,7 @@ export async function onPaymentAccepted(tx: Sql, ctx: AppContext, n: Of<'payment
   await emitFor(tx, 'pix.payout.processing', moved, payoutBody(moved));
 }
 
-export async function onPaymentHeld(tx: Sql, ctx: AppContext, n: Of<'payment.held'>): Promise<void> {
+export async function onPaymentHeld(tx: Sql, ctx: TxDeps, n: Of<'payment.held'>): Promise<void> {
   const row = await lockPayout(tx, ctx, n.endToEndId, false);
   if (!row || row.stage === 3 || row.metadata.held_at) return;
   await announceAcceptance(tx, row);
@@ -82,7 +82,7 @@ export async function onPaymentHeld(tx: Sql, ctx: AppContext, n: Of<'payment.hel
  * the batch again one by one, what still fails being delivered again by the rail. `sql` may be a
  * transaction: the statements then commit with it.
  */
-export async function onPaymentsSettled(sql: Sql, ctx: AppContext, notifications: readonly Of<'payment.settled'>[]): Promise<void> {
+export async function onPaymentsSettled(sql: Sql, ctx: TxDeps, notifications: readonly Of<'payment.settled'>[]): Promise<void> {
   const unique = [...new Map(notifications.map((n) => [n.id, n])).values()];
   const rows = await repo.readCashOutsForSettlement(sql, unique.map((n) => n.endToEndId));
   const byEndToEndId = new Map(rows.map((r) => [r.end_to_end_id, r]));
@@ -109,7 +109,7 @@ export async function onPaymentsSettled(sql: Sql, ctx: AppContext, notifications
   }
 }
 
-export async function onPaymentRejected(tx: Sql, ctx: AppContext, n: Of<'payment.rejected'>): Promise<void> {
+export async function onPaymentRejected(tx: Sql, ctx: TxDeps, n: Of<'payment.rejected'>): Promise<void> {
   const row = await lockPayout(tx, ctx, n.endToEndId, true);
   if (!row || row.stage === 3) return;
   await announceAcceptance(tx, row);
@@ -140,7 +140,7 @@ function returnBody(row: OwnedTransaction, amount: number) {
  * else — a return of an unknown or unsettled payout, or beyond its amount — is refused back to the
  * rail (RefusedNotification: recorded, not credited, not retried; src/pix/railRefusals.ts).
  */
-export async function onPaymentReturned(tx: Sql, ctx: AppContext, n: Of<'payment.returned'>): Promise<void> {
+export async function onPaymentReturned(tx: Sql, ctx: TxDeps, n: Of<'payment.returned'>): Promise<void> {
   const row = await lockPayout(tx, ctx, n.endToEndId, true);
   if (!row) throw new RefusedNotification(REFUSAL.payoutNotFound);
   if (await repo.findByEndToEndId(tx, n.returnEndToEndId)) return; // this return was credited already
@@ -191,7 +191,7 @@ export async function onPaymentReturned(tx: Sql, ctx: AppContext, n: Of<'payment
   });
 }
 
-export async function onPaymentReturnRejected(tx: Sql, ctx: AppContext, n: Of<'payment.return_rejected'>): Promise<void> {
+export async function onPaymentReturnRejected(tx: Sql, ctx: TxDeps, n: Of<'payment.return_rejected'>): Promise<void> {
   const row = await lockPayout(tx, ctx, n.endToEndId, false);
   if (!row) return;
   await emitFor(tx, 'pix.payout.return.failed', row, {

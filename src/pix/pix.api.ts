@@ -181,6 +181,7 @@ export const pixApi = defineRoutes({
       409: { description: 'external_id used with a different payload', schema: CashOutError },
       422: { description: 'Invalid amount, key or BR Code; destination not found; self or same-institution transfer; limits', schema: CashOutError },
     },
+    errorShape: 'operation',
   },
   refund: {
     method: 'POST',
@@ -199,6 +200,7 @@ export const pixApi = defineRoutes({
       404: refundError,
       422: refundError,
     },
+    errorShape: 'business_worked',
   },
   getRefund: {
     method: 'GET',
@@ -208,6 +210,7 @@ export const pixApi = defineRoutes({
     summary: 'A refund (voluntary or MED) by transaction_id, end-to-end id or id',
     permission: 'transfer:read',
     responses: { 200: { description: 'The refund', schema: RefundRecord }, 404: { description: 'Refund not found' } },
+    errorShape: 'business_worked',
   },
   listKeys: {
     method: 'GET',

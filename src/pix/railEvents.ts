@@ -1,4 +1,4 @@
-import type { AppContext } from '../context.js';
+import type { PixDeps } from './deps.js';
 import type { BatchOutcome } from '../lib/batcher.js';
 import { onInfractionReported, onInfractionResolved } from '../med/infractions.js';
 import { onMedReturnRejected, onMedReturnSettled, sendMedRefund } from '../med/refunds.js';
@@ -23,7 +23,7 @@ import { findRefusal, isCredit, recordRefusal, REFUSAL, RefusedNotification, typ
  * recorded (src/pix/railRefusals.ts): the handler answers `{refused}` instead of failing, so the
  * rail does not deliver it again.
  */
-export function railNotificationHandler(ctx: AppContext): NotificationHandler {
+export function railNotificationHandler(ctx: PixDeps): NotificationHandler {
   const one = async (n: RailNotification): Promise<NotificationAnswer> => {
     // A settlement is applied as a batch of one: its own statement records it in rail_inbox.
     if (n.kind === 'payment.settled') return payouts.onPaymentsSettled(ctx.db, ctx, [n]);
@@ -53,7 +53,7 @@ function refusalOf(err: unknown, n: CreditNotification): { refusal: Refusal; acc
 }
 
 /** One notification (not a settlement) applied in the caller's transaction with its id in rail_inbox. */
-async function apply(tx: Sql, ctx: AppContext, n: Exclude<RailNotification, { kind: 'payment.settled' }>): Promise<{ medRefund: OwnedTransaction | null; answer: NotificationAnswer }> {
+async function apply(tx: Sql, ctx: PixDeps, n: Exclude<RailNotification, { kind: 'payment.settled' }>): Promise<{ medRefund: OwnedTransaction | null; answer: NotificationAnswer }> {
   const done = { medRefund: null, answer: undefined };
   if (!(await recordNotification(tx, n.id, n.kind))) {
     // Handled before: a refused credit is answered as it was the first time.
@@ -117,7 +117,7 @@ type Settled = Extract<RailNotification, { kind: 'payment.settled' }>;
  * answers with its own outcome (a failed one is delivered again later by the rail).
  */
 async function handleBatch(
-  ctx: AppContext,
+  ctx: PixDeps,
   one: (n: RailNotification) => Promise<NotificationAnswer>,
   notifications: RailNotification[],
 ): Promise<BatchOutcome<NotificationAnswer>[]> {

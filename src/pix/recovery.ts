@@ -1,4 +1,5 @@
-import type { AppContext, BackgroundWorker } from '../context.js';
+import type { BackgroundWorker } from '../lib/worker.js';
+import type { PixDeps } from './deps.js';
 import { systemClock } from '../lib/clock.js';
 import { periodicWorker } from '../lib/periodic.js';
 import { wakeableWorker } from '../lib/wakeable.js';
@@ -18,7 +19,7 @@ import * as repo from './repository.js';
  */
 export const UNSENT_AFTER_MS = 15_000;
 
-export async function recoverUnsent(ctx: AppContext, options: { olderThanMs?: number; limit?: number } = {}): Promise<number> {
+export async function recoverUnsent(ctx: PixDeps, options: { olderThanMs?: number; limit?: number } = {}): Promise<number> {
   const now = ctx.clock.now();
   const rows = await repo.claimUnsent(ctx.db, new Date(now.getTime() - (options.olderThanMs ?? UNSENT_AFTER_MS)), now, options.limit ?? 100);
   for (const row of rows) {
@@ -49,7 +50,7 @@ export const RECOVERY_SAFETY_NET_MS = UNSENT_AFTER_MS;
 /** With a clock other than the system's (tests), the pass runs at this interval instead. */
 const RECOVERY_POLL_MS = 5_000;
 
-export function pixWorkers(ctx: AppContext): BackgroundWorker[] {
+export function pixWorkers(ctx: PixDeps): BackgroundWorker[] {
   const recovery =
     ctx.clock === systemClock
       ? wakeableWorker({ name: 'pix-recovery', log: ctx.log, safetyNetMs: RECOVERY_SAFETY_NET_MS }, async () => {

@@ -1,7 +1,7 @@
-import type { AppContext } from '../context.js';
+import type { PixDeps, TxDeps } from './deps.js';
 import type { Sql } from '../db/db.js';
 import type { IdempotencyBinding } from '../external/idempotency.js';
-import { notFound, unprocessable } from '../http/errors.js';
+import { DomainError } from '../errors/catalog.js';
 import { INSTITUTION_BOOK, lockAccount, post, type MerchantBook } from '../ledger/ledger.js';
 import { isoZ } from '../lib/clock.js';
 import { newEndToEndId, newTransactionId, TX_PREFIX } from '../lib/ids.js';
@@ -46,7 +46,7 @@ const NOT_FOUND = 'Transaction not found';
 /** Kinds of record that are a PIX received by the merchant (a paid cash-in charge is one too). */
 const REFUNDABLE_KINDS = new Set(['pix_in', 'charge']);
 
-export async function refund(ctx: AppContext, merchantId: number, req: RefundRequest, key: RefundKey) {
+export async function refund(ctx: PixDeps, merchantId: number, req: RefundRequest, key: RefundKey) {
   const record = key.record;
   if (key.resumes !== null) {
     // An earlier attempt under this Idempotency-Key created the refund: continue it, create none.
@@ -58,9 +58,9 @@ export async function refund(ctx: AppContext, merchantId: number, req: RefundReq
     }
   }
   const original = await repo.findForMerchant(ctx.db, merchantId, req.originalId);
-  if (!original) throw notFound(NOT_FOUND, { worked: true });
+  if (!original) throw new DomainError('not_found', { message: NOT_FOUND });
   if (!REFUNDABLE_KINDS.has(original.kind) || original.direction !== 'inbound' || original.status !== TX_STATUS.completed || !original.end_to_end_id) {
-    throw unprocessable('Only a settled PIX received by the account can be refunded', { worked: true });
+    throw new DomainError('unprocessable_entity', { message: 'Only a settled PIX received by the account can be refunded' });
   }
   const amount = req.amountCents === null ? original.amount : centsToBaseUnits(req.amountCents);
 
@@ -68,8 +68,8 @@ export async function refund(ctx: AppContext, merchantId: number, req: RefundReq
     const balances = await lockAccount(tx, original.account_id);
     await assertRefundNotMedTriggered(tx, original);
     const totals = await repo.refundTotals(tx, original.id);
-    if (totals.open + amount > original.amount) throw unprocessable('refund amount exceeds the original transaction', { worked: true });
-    if (balances.safe < amount) throw unprocessable('insufficient balance', { worked: true });
+    if (totals.open + amount > original.amount) throw new DomainError('unprocessable_entity', { message: 'refund amount exceeds the original transaction' });
+    if (balances.safe < amount) throw new DomainError('unprocessable_entity', { message: 'insufficient balance' });
     const now = ctx.clock.now();
     const inserted = await insertTransaction(
       tx,
@@ -87,7 +87,7 @@ export async function refund(ctx: AppContext, merchantId: number, req: RefundReq
  * — at stage 1 (accepted here, not yet sent), with a new `D…` end-to-end id.
  */
 export function returnRecord(
-  ctx: AppContext,
+  ctx: Pick<TxDeps, 'config'>,
   original: OwnedTransaction,
   r: { prefix: string; kind: string; amount: number; description: string; returnCode: string; now: Date; metadata?: Record<string, unknown> },
 ): NewTransaction {
@@ -129,7 +129,7 @@ export function returnOrder(row: OwnedTransaction, original: Pick<OwnedTransacti
   };
 }
 
-async function submitRefund(ctx: AppContext, row: OwnedTransaction, original: OwnedTransaction, record: RecordRefundAnswer) {
+async function submitRefund(ctx: PixDeps, row: OwnedTransaction, original: OwnedTransaction, record: RecordRefundAnswer) {
   let ack: ReturnAck | null = null;
   try {
     ack = await ctx.rail.sendReturn(returnOrder(row, original));
@@ -168,7 +168,7 @@ function refundAnswer(current: OwnedTransaction, original: OwnedTransaction): { 
 }
 
 /** What settles a return in flight: the books it leaves and the event it writes. */
-export type SettleReturn = (tx: Sql, ctx: AppContext, row: OwnedTransaction, settledAt: Date) => Promise<OwnedTransaction>;
+export type SettleReturn = (tx: Sql, ctx: TxDeps, row: OwnedTransaction, settledAt: Date) => Promise<OwnedTransaction>;
 
 /**
  * Applies the rail's acknowledgement of a stage-1 return; returns the record after it. `settle`:
@@ -176,7 +176,7 @@ export type SettleReturn = (tx: Sql, ctx: AppContext, row: OwnedTransaction, set
  */
 export async function applyReturnAck(
   tx: Sql,
-  ctx: AppContext,
+  ctx: TxDeps,
   row: OwnedTransaction,
   ack: ReturnAck | null,
   settle: SettleReturn = settleRefund,
@@ -200,7 +200,7 @@ export async function applyReturnAck(
  */
 export async function bookReturnSettled(
   tx: Sql,
-  ctx: AppContext,
+  ctx: TxDeps,
   row: OwnedTransaction,
   settledAt: Date,
   ledger: { kind: string; from: MerchantBook },
@@ -217,7 +217,7 @@ export async function bookReturnSettled(
 }
 
 /** pending -> central bank, settled, pix.refund.completed with the totals of rule 6. */
-async function settleRefund(tx: Sql, ctx: AppContext, row: OwnedTransaction, settledAt: Date): Promise<OwnedTransaction> {
+async function settleRefund(tx: Sql, ctx: TxDeps, row: OwnedTransaction, settledAt: Date): Promise<OwnedTransaction> {
   const settled = await bookReturnSettled(tx, ctx, row, settledAt, { kind: 'refund_settle', from: 'pending' });
   const original = (await repo.findById(tx, row.original_id!))!;
   const totals = await repo.refundTotals(tx, original.id);
@@ -239,20 +239,20 @@ export async function lockReturn(tx: Sql, endToEndId: string, kind: string): Pro
   return repo.lockTransaction(tx, found.id);
 }
 
-async function lockRefund(tx: Sql, ctx: AppContext, endToEndId: string): Promise<OwnedTransaction | null> {
+async function lockRefund(tx: Sql, ctx: TxDeps, endToEndId: string): Promise<OwnedTransaction | null> {
   const row = await lockReturn(tx, endToEndId, 'refund');
   if (!row) ctx.log.warn({ end_to_end_id: endToEndId }, 'rail notification for an unknown refund ignored');
   return row;
 }
 
-export async function onReturnSettled(tx: Sql, ctx: AppContext, n: Of<'return.settled'>): Promise<void> {
+export async function onReturnSettled(tx: Sql, ctx: TxDeps, n: Of<'return.settled'>): Promise<void> {
   const row = await lockRefund(tx, ctx, n.endToEndId);
   if (!row || row.stage === 3) return;
   await settleRefund(tx, ctx, row, n.settledAt);
 }
 
 /** pending -> available, failed, pix.refund.failed with the rail's reason_code. */
-export async function onReturnRejected(tx: Sql, ctx: AppContext, n: Of<'return.rejected'>): Promise<void> {
+export async function onReturnRejected(tx: Sql, ctx: TxDeps, n: Of<'return.rejected'>): Promise<void> {
   const row = await lockRefund(tx, ctx, n.endToEndId);
   if (!row || row.stage === 3) return;
   const now = ctx.clock.now();
@@ -275,9 +275,9 @@ export async function onReturnRejected(tx: Sql, ctx: AppContext, n: Of<'return.r
 }
 
 /** GET /pix/refund/:id: a refund of the merchant (voluntary or MED) by transaction_id, end-to-end id or internal id. */
-export async function getRefund(ctx: AppContext, merchantId: number, id: string) {
+export async function getRefund(ctx: PixDeps, merchantId: number, id: string) {
   const row = await repo.findForMerchant(ctx.db, merchantId, id);
-  if (!row || (row.kind !== 'refund' && row.kind !== 'med_refund')) throw notFound('Refund not found', { worked: true });
+  if (!row || (row.kind !== 'refund' && row.kind !== 'med_refund')) throw new DomainError('not_found', { message: 'Refund not found' });
   const original = (await repo.findById(ctx.db, row.original_id!))!;
   const totals = await repo.refundTotals(ctx.db, original.id);
   const meta = row.metadata as { return_code?: string; reason_code?: string; reason?: string; infraction_id?: string };

@@ -1,5 +1,5 @@
 import type { Sql } from '../db/db.js';
-import { unprocessable } from '../http/errors.js';
+import { DomainError } from '../errors/catalog.js';
 import { hasOpenInfraction } from '../med/repository.js';
 import type { OwnedTransaction } from './repository.js';
 
@@ -14,5 +14,5 @@ export const MED_REFUND_REFUSED = 'transaction has an open MED infraction: its r
  * cannot go stale before the refund is written.
  */
 export async function assertRefundNotMedTriggered(tx: Sql, original: OwnedTransaction): Promise<void> {
-  if (await hasOpenInfraction(tx, original.id)) throw unprocessable(MED_REFUND_REFUSED, { worked: true });
+  if (await hasOpenInfraction(tx, original.id)) throw new DomainError('unprocessable_entity', { message: MED_REFUND_REFUSED });
 }

@@ -1,4 +1,4 @@
-import { addField, badRequest, newFieldMap } from '../http/errors.js';
+import { addField, DomainError, invalidFields, newFieldMap } from '../errors/catalog.js';
 import { MAX_AMOUNT_CENTS } from '../lib/money.js';
 import { DESCRIPTION_MAX } from './cashOutCommand.js';
 
@@ -36,7 +36,7 @@ const ALLOWED = new Set<string>([...ORIGINAL_ID_ALIASES, 'amount', 'reason', 're
  * and the rail rejects unknown ones later.
  */
 export function parseRefund(body: unknown): RefundRequest {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw badRequest({ body: ['must be a JSON object'] }, { worked: true });
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw invalidFields({ body: ['must be a JSON object'] });
   const b = body as Record<string, unknown>;
   const fields = newFieldMap();
   const add = (f: string, m: string) => addField(fields, f, m);
@@ -44,8 +44,8 @@ export function parseRefund(body: unknown): RefundRequest {
 
   const idField = ORIGINAL_ID_ALIASES.find((k) => b[k] !== undefined && b[k] !== null && b[k] !== '');
   if (idField === undefined) {
-    if (Object.keys(fields).length > 0) throw badRequest(fields, { worked: true });
-    throw badRequest('original_transaction_id is required', { worked: true });
+    if (Object.keys(fields).length > 0) throw invalidFields(fields);
+    throw new DomainError('bad_request', { message: 'original_transaction_id is required' });
   }
   const id = b[idField];
   if (typeof id !== 'string' || id.trim() === '' || id.length > 64) add(idField, 'must be a transaction id or an end-to-end id');
@@ -74,6 +74,6 @@ export function parseRefund(body: unknown): RefundRequest {
     else if ([...b.description].length > DESCRIPTION_MAX) add('description', `is too long (maximum is ${DESCRIPTION_MAX} characters)`);
     else if (b.description.trim() !== '') description = b.description;
   }
-  if (Object.keys(fields).length > 0) throw badRequest(fields, { worked: true });
+  if (Object.keys(fields).length > 0) throw invalidFields(fields);
   return { originalId: (id as string).trim(), originalIdField: idField, amountCents, returnCode, description };
 }

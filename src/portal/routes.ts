@@ -8,11 +8,12 @@ import { EVENT_CATALOG } from '../events/catalog.js';
 import { idempotencyScopePath } from '../external/pipeline.js';
 import { resolveClientIp } from '../http/clientIp.js';
 import { HttpError } from '../http/errors.js';
+import { portalRefusal } from './refusal.js';
 import { parseOrThrow } from '../http/validation.js';
 import { readBalances } from '../ledger/ledger.js';
 import { isoZ } from '../lib/clock.js';
 import { getInfraction, infractionId, listInfractions, submitDefense } from '../med/merchant.js';
-import { parseDefense } from '../med/routes.js';
+import { parseDefense, parseInfractionQuery } from '../med/routes.js';
 import { createCharge } from '../pix/cashin/charges.js';
 import { parseChargeCommand } from '../pix/cashin/charges.routes.js';
 import { qrCodeDataUrl } from '../pix/cashin/qrImage.js';
@@ -94,8 +95,9 @@ export function sameOrigin(origin: string | undefined, host: string | undefined)
 }
 
 /** What an error answer of a domain function says, for a person. */
-export function errorText(err: unknown): string {
-  if (!(err instanceof HttpError)) return 'Something went wrong; nothing was changed. Try again.';
+export function errorText(error: unknown): string {
+  const err = portalRefusal(error);
+  if (!err) return 'Something went wrong; nothing was changed. Try again.';
   const b = err.body as Record<string, unknown> | string;
   if (typeof b === 'string') return b;
   if (typeof b.detail === 'string') return b.detail;
@@ -225,7 +227,7 @@ ${links.length ? html`<nav aria-label="Portal">${links.map((n) => html`<a href="
         const recorded = recordedOutcome(claim);
         if (recorded) {
           outcome = recorded; // the operation committed with this outcome
-        } else if (err instanceof HttpError && err.statusCode < 500) {
+        } else if ((portalRefusal(err)?.statusCode ?? 500) < 500) {
           outcome = refusal(err); // a refusal is the form's outcome: a repeat gets it too
           await completeForm(ctx.idempotency, claim, outcome);
         } else {
@@ -443,7 +445,7 @@ ${rows.map(
       try {
         record = await lookup(ctx, s.accountId, 'any_id', req.params.id);
       } catch (err) {
-        return page(reply, layout(req, 'Transaction', html`<div class="flash error" role="alert">${errorText(err)}</div>`), err instanceof HttpError ? err.statusCode : 500);
+        return page(reply, layout(req, 'Transaction', html`<div class="flash error" role="alert">${errorText(err)}</div>`), portalRefusal(err)?.statusCode ?? 500);
       }
       let receipt: Html;
       try {
@@ -572,8 +574,8 @@ ${rows.map(
           ...(opt(f, 'external_id') ? { external_id: opt(f, 'external_id') } : {}),
         });
         // The outcome (a settled or a recorded failed transfer) is recorded with the transfer.
-        const answer = await transfer(ctx, { merchantId: s.key.merchant_id, accountId: s.accountId }, command, (tx, status, body) =>
-          form.record(tx, status < 300 ? form.ok(done(body as TefResponse)) : form.refused(status, body)),
+        const answer = await transfer(ctx, { merchantId: s.key.merchant_id, accountId: s.accountId }, command, (tx, answer) =>
+          form.record(tx, 'statusCode' in answer ? form.ok(done(answer.body)) : form.refused(portalRefusal(answer)!.statusCode, portalRefusal(answer)!.body)),
         );
         return done(answer.body);
       });
@@ -691,7 +693,7 @@ ${writable && d.status !== 'pending' ? html`<form method="post" action="/portal/
     app.get('/portal/med', async (req, reply) => {
       const s = req.portal!;
       if (!can(s, 'payment:read')) return forbidden(req, reply, 'payment:read');
-      const list = await listInfractions(ctx, s.accountId, { per_page: '100' });
+      const list = await listInfractions(ctx, s.accountId, parseInfractionQuery({ per_page: '100' }));
       const body = html`<div class="scroll"><table><thead><tr><th>Opened</th><th>Transaction</th><th>Status</th><th class="num">Claimed</th><th class="num">Blocked</th><th>Defense deadline</th></tr></thead><tbody>
 ${list.data.length === 0 ? html`<tr><td colspan="6" class="muted">No MED cases.</td></tr>` : ''}
 ${list.data.map(
@@ -707,7 +709,7 @@ ${list.data.map(
       try {
         i = await getInfraction(ctx, s.accountId, req.params.id);
       } catch (err) {
-        return page(reply, layout(req, 'MED case', html`<div class="flash error" role="alert">${errorText(err)}</div>`, '/portal/med'), err instanceof HttpError ? err.statusCode : 500);
+        return page(reply, layout(req, 'MED case', html`<div class="flash error" role="alert">${errorText(err)}</div>`, '/portal/med'), portalRefusal(err)?.statusCode ?? 500);
       }
       const open = i.status === 'OPEN' && i.defense_deadline !== null && new Date(i.defense_deadline).getTime() > ctx.clock.now().getTime();
       const body = html`<div class="card"><table><tbody>

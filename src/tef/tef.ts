@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
-import type { AppContext } from '../context.js';
+import type { PixDeps } from '../pix/deps.js';
 import type { Sql } from '../db/db.js';
 import { emitEvent } from '../events/outbox.js';
-import { readBody } from '../http/bodyReader.js';
+import { DomainError, type DomainErrorOptions, type ErrorCode } from '../errors/catalog.js';
+import { readBody } from '../lib/bodyReader.js';
 import { canonicalize } from '../lib/canonicalJson.js';
 import { isoZ } from '../lib/clock.js';
 import { newTransactionId } from '../lib/ids.js';
@@ -16,8 +17,6 @@ import { limitProblem, limitWindows } from '../pix/limits.js';
 import * as pixRepo from '../pix/repository.js';
 import type { OwnedTransaction } from '../pix/repository.js';
 import { insertTransaction, TX_STATUS } from '../transactions/repository.js';
-import type { HttpError } from '../http/errors.js';
-import { tefBadRequest, tefError } from './errors.js';
 
 /**
  * TEF: a transfer between two accounts of this institution (docs/tef.md), an extension of the
@@ -30,6 +29,36 @@ import { tefBadRequest, tefError } from './errors.js';
  */
 
 export const TEF_PREFIX = 'TEF';
+
+/** The codes a TEF answers with (src/errors/catalog.ts; the OpenAPI document lists them). */
+export const TEF_ERROR_CODES = [
+  'bad_request',
+  'invalid_amount',
+  'unprocessable_entity',
+  'pix_key_ambiguous',
+  'destination_not_found',
+  'same_account',
+  'amount_limit_exceeded',
+  'nighttime_limit_exceeded',
+  'daily_limit_exceeded',
+  'external_id_conflict',
+  'account_inactive',
+  'destination_inactive',
+  'destination_cannot_receive',
+  'insufficient_balance',
+] as const satisfies readonly ErrorCode[];
+
+/** TEF's own wording where it differs from the catalog's message (the cash-out's). */
+const TEF_MESSAGES: Partial<Record<ErrorCode, string>> = {
+  destination_not_found: 'Destination account not found in this institution',
+  insufficient_balance: 'Balance below the amount; the transfer failed',
+};
+
+/** A TEF refusal: the catalog's code, with TEF's message where it has its own. */
+function tefError(code: (typeof TEF_ERROR_CODES)[number], options: DomainErrorOptions = {}): DomainError {
+  const message = TEF_MESSAGES[code];
+  return new DomainError(code, message === undefined ? options : { message, ...options });
+}
 
 /** A TEF request, validated and normalized. */
 export interface TefCommand {
@@ -46,7 +75,7 @@ const FIELDS = new Set(['amount', 'account_id', 'pix_key', 'pix_key_type', 'desc
 
 /** Validates the body of POST /tef/transfers (unknown fields refused; the cash-out's rules for amount, key, description and external_id). */
 export function parseTef(body: unknown): TefCommand {
-  const r = readBody(body, FIELDS, tefBadRequest);
+  const r = readBody(body, FIELDS);
   const { add, present, str } = r;
   const b = r.body;
   const pixKeyRaw = str('pix_key');
@@ -101,10 +130,10 @@ export interface TefSource {
 
 /**
  * Records the answer of a transfer inside its transaction: the 200 answer of a settled transfer, or
- * the 422 error body of a recorded failure (an API Idempotency-Key keeps 2xx answers only; a portal
- * form keeps both).
+ * the error of a recorded failure (an API Idempotency-Key keeps 2xx answers only; a portal form
+ * keeps both).
  */
-export type RecordTefAnswer = (tx: Sql, statusCode: number, body: TefResponse | Record<string, unknown>) => Promise<void>;
+export type RecordTefAnswer = (tx: Sql, answer: { statusCode: number; body: TefResponse } | DomainError) => Promise<void>;
 
 interface Destination {
   accountId: number;
@@ -113,7 +142,7 @@ interface Destination {
 }
 
 /** The destination account of a command, or the TEF error that forbids it. */
-async function resolveDestination(ctx: AppContext, source: TefSource, cmd: TefCommand): Promise<Destination> {
+async function resolveDestination(ctx: PixDeps, source: TefSource, cmd: TefCommand): Promise<Destination> {
   if (cmd.toAccountId !== null) {
     const account = await merchants.findAccount(ctx.db, cmd.toAccountId);
     // Other merchants' account ids are not disclosed: they are reached by their PIX keys.
@@ -158,13 +187,13 @@ function answerOf(row: OwnedTransaction): TefResponse {
   };
 }
 
-/** The error of a recorded failed transfer (422, with the record's ids). */
-function failureOf(body: TefResponse, row: OwnedTransaction): HttpError {
+/** The error of a recorded failed transfer (with the record's ids). */
+function failureOf(body: TefResponse, row: OwnedTransaction): DomainError {
   const code = (row.metadata as { failure_code?: RecordedFailure }).failure_code ?? 'insufficient_balance';
   return tefError(code, { detail: body.detail, extra: { final: true, status: 'failed', transaction_id: body.transaction_id, external_id: body.external_id, amount: body.amount } });
 }
 
-/** The HTTP answer of a recorded transfer: 200 settled, or the 422 failure with the record. */
+/** The answer of a recorded transfer: 200 settled, or the failure with the record. */
 function respond(row: OwnedTransaction): { statusCode: number; body: TefResponse } {
   const body = answerOf(row);
   if (body.status === 'settled') return { statusCode: 200, body };
@@ -191,7 +220,7 @@ function repeat(existing: OwnedTransaction, cmd: TefCommand) {
  * Executes a TEF from `source`. Returns the 200 answer of a settled transfer; throws the TEF error
  * (a recorded failure included). A repeat with the same external_id answers the original.
  */
-export async function transfer(ctx: AppContext, source: TefSource, cmd: TefCommand, record: RecordTefAnswer): Promise<{ statusCode: number; body: TefResponse }> {
+export async function transfer(ctx: PixDeps, source: TefSource, cmd: TefCommand, record: RecordTefAnswer): Promise<{ statusCode: number; body: TefResponse }> {
   let destination: Destination;
   try {
     destination = await resolveDestination(ctx, source, cmd);
@@ -290,8 +319,7 @@ export async function transfer(ctx: AppContext, source: TefSource, cmd: TefComma
       // The window count is given back: a failed transfer moved nothing.
       await pixRepo.addUsage(tx, from.id, windows, -amount);
       await emitEvent(tx, { event: 'tef.transfer.failed', merchantId: from.merchant_id, accountId: from.id, subject: transactionId, payload: { ...body, reason_code: failure.code, reason: failure.detail, failed_at: isoZ(now) } });
-      const error = failureOf(answerOf(sourceOwned), sourceOwned);
-      await record(tx, error.statusCode, error.body as Record<string, unknown>);
+      await record(tx, failureOf(answerOf(sourceOwned), sourceOwned));
       return { failed: sourceOwned };
     }
 
@@ -343,7 +371,7 @@ export async function transfer(ctx: AppContext, source: TefSource, cmd: TefComma
       },
     });
     const answer = respond(sourceOwned);
-    await record(tx, answer.statusCode, answer.body);
+    await record(tx, answer);
     return { answer };
   }).catch(boundRefusal);
   if ('existing' in result) return repeat(result.existing!, cmd);

@@ -2,7 +2,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AppContext } from '../../src/context.js';
 import type { Database } from '../../src/db/db.js';
-import { HttpError } from '../../src/http/errors.js';
+import { DomainError } from '../../src/errors/catalog.js';
+import { statusOf } from '../../src/http/errorMap.js';
 import { cashOut, WAIT_LANE_MAX, type CashOutAnswer, type CashOutKey } from '../../src/pix/cashOut.js';
 import { parseCashOut } from '../../src/pix/cashOutCommand.js';
 import { merchantWithKey, type MerchantFixture } from '../helpers/client.js';
@@ -70,8 +71,8 @@ describe.each(BACKENDS)('cash-out batches under faults on %s', (backend) => {
     return cashOut(ctx, { merchantId: m.merchantId, accountId: m.accountId }, parseCashOut({ pix_key: receiver, ...body }), key).then(
       (answer): Outcome => ({ ok: true, answer }),
       (error: unknown): Outcome =>
-        error instanceof HttpError
-          ? { ok: false, status: error.statusCode, code: (error.body as { code: string }).code, error }
+        error instanceof DomainError
+          ? { ok: false, status: statusOf(error.code), code: error.code, error }
           : { ok: false, status: 500, code: 'internal', error },
     );
   }

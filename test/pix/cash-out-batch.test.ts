@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/db.js';
 import { IdempotencyLostError } from '../../src/external/idempotency.js';
-import { HttpError } from '../../src/http/errors.js';
+import { DomainError } from '../../src/errors/catalog.js';
+import { domainErrorToHttp, statusOf } from '../../src/http/errorMap.js';
 import { CASH_OUT_BATCH_MAX, cashOut, type CashOutAnswer, type CashOutKey } from '../../src/pix/cashOut.js';
 import { parseCashOut } from '../../src/pix/cashOutCommand.js';
 import { BACKENDS, schemaAccess } from '../helpers/db.js';
@@ -47,8 +48,8 @@ describe.each(BACKENDS)('cash-outs of one account in batches on %s', (backend) =
         cashOut(s.ctx, { merchantId: m.merchantId, accountId: m.accountId }, parseCashOut({ pix_key: receiver, ...body }), NO_KEY).then(
           (answer): Outcome => ({ ok: true, answer }),
           (err: unknown): Outcome => {
-            if (!(err instanceof HttpError)) throw err;
-            return { ok: false, status: err.statusCode, code: (err.body as { code: string }).code };
+            if (!(err instanceof DomainError)) throw err;
+            return { ok: false, status: statusOf(err.code), code: err.code };
           },
         ),
       ),
@@ -299,7 +300,7 @@ describe.skipIf(!BACKENDS.includes('postgres'))('cash-out batches of two process
         const server = i % 2 === 0 ? a : b;
         return cashOut(server.ctx, { merchantId: m.merchantId, accountId: m.accountId }, parseCashOut({ amount: 1000, pix_key: receiver }), NO_KEY).then(
           () => 'ok',
-          (err: HttpError) => (err.body as { code: string }).code,
+          (err: DomainError) => err.code,
         );
       }),
     );
@@ -400,7 +401,7 @@ describe.each(BACKENDS)('a batch whose accounts change between its read and its 
       hook.stop();
     }
     // The spec's error, with the balance as the locks found it (300.00 after the other debit), not as the read saw it.
-    expect(outcome.ok === false && outcome.err instanceof HttpError && [outcome.err.statusCode, outcome.err.body]).toEqual([
+    expect(outcome.ok === false && outcome.err instanceof DomainError && [statusOf(outcome.err.code), domainErrorToHttp(outcome.err, 'operation').body]).toEqual([
       400,
       { worked: false, errors: { insufficient_balance: 'Balance below amount plus fee' }, code: 'insufficient_balance', detail: 'Available balance 30000 is below amount plus fee 60000 (base units)' },
     ]);
@@ -442,7 +443,7 @@ describe.each(BACKENDS)('a batch whose accounts change between its read and its 
     } finally {
       hook.stop();
     }
-    const codes = outcomes.map((o) => (o.ok ? 200 : o.err instanceof HttpError && (o.err.body as { code: string }).code));
+    const codes = outcomes.map((o) => (o.ok ? 200 : o.err instanceof DomainError && o.err.code));
     expect(codes[0]).toBe(200);
     expect(codes[1]).toMatch(/^(daily|nighttime)_limit_exceeded$/);
     const [usage] = await s.ctx.db.query<{ amount: number }>(`SELECT amount FROM cash_out_usage WHERE account_id = $1 AND window_kind = 'day'`, [m.accountId]);

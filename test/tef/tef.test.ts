@@ -115,12 +115,20 @@ describe.each(BACKENDS)('TEF: POST /api/external/tef/transfers on %s', (backend)
     const poor = await merchantWithKey(s, { depositCents: 50 });
     const before = await balances(s.ctx.db, b.accountId);
     const short = await poor.client.post('/tef/transfers', { amount: 51, pix_key: bKey, external_id: 'tef-short' });
-    expect(short.status).toBe(422);
-    expect(short.body).toMatchObject({ worked: false, final: true, status: 'failed', code: 'insufficient_balance' });
+    // One status per code (the cash-out's, the spec's): 400.
+    expect(short.status).toBe(400);
+    expect(short.body).toMatchObject({
+      worked: false,
+      final: true,
+      status: 'failed',
+      code: 'insufficient_balance',
+      errors: { insufficient_balance: 'Balance below the amount; the transfer failed' },
+    });
     expect(await eventNames(s.ctx.db, short.body.transaction_id)).toEqual(['tef.transfer.failed']);
     expect(await txRow(s.ctx.db, short.body.transaction_id)).toMatchObject({ statement_status: 'failed', type: 'internal' });
     // a repeat answers the same failure
     const again = await poor.client.post('/tef/transfers', { amount: 51, pix_key: bKey, external_id: 'tef-short' });
+    expect(again.status).toBe(400);
     expect(again.body.transaction_id).toBe(short.body.transaction_id);
 
     expect((await s.admin('PATCH', `/accounts/${b.accountId}`, { status: 'inactive' })).status).toBe(200);

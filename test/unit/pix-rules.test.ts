@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { HttpError } from '../../src/http/errors.js';
+import { DomainError } from '../../src/errors/catalog.js';
+import { domainErrorToHttp } from '../../src/http/errorMap.js';
 import { cpfCheckDigits, isValidCpf } from '../../src/lib/documents.js';
 import { parseCashOut } from '../../src/pix/cashOutCommand.js';
 import { detectPixKeyType, normalizePixKey } from '../../src/pix/keys.js';
@@ -106,7 +107,8 @@ describe('PIX keys', () => {
 });
 
 describe('refund request', () => {
-  const bodyOf = (err: unknown) => (err as HttpError).body;
+  // POST /pix/refund answers its errors in the business shape with `worked: false`.
+  const bodyOf = (err: unknown) => domainErrorToHttp(err as DomainError, 'business_worked').body;
   it('takes the first alias present and non-empty; defaults reason MD06 and description Devolução PIX', () => {
     expect(parseRefund({ end_to_end_id: 'E1', transaction_id: 'T1', original_e2e_id: '' })).toEqual({
       originalId: 'T1',

@@ -1,8 +1,9 @@
-import type { AppContext, BackgroundWorker } from '../../context.js';
+import type { Logger } from 'pino';
+import type { BackgroundWorker } from '../../lib/worker.js';
 import { sqlState, UNIQUE_VIOLATION, type Database, type Sql } from '../../db/db.js';
 import { emitEvent } from '../../events/outbox.js';
 import { requestHash } from '../../external/idempotency.js';
-import { conflict, unprocessable } from '../../http/errors.js';
+import { DomainError } from '../../errors/catalog.js';
 import { encodeBrCode, sanitizeName } from '../../lib/brcode.js';
 import { isoZ, systemClock, type Clock } from '../../lib/clock.js';
 import { newTransactionId, randomAlnum, TX_PREFIX } from '../../lib/ids.js';
@@ -76,7 +77,7 @@ export type RecordAnswer = (tx: Sql, statusCode: number, body: unknown) => Promi
  * kind of movement is a 409.
  */
 export async function createCharge(
-  ctx: Pick<AppContext, 'db' | 'clock'>,
+  ctx: { db: Database; clock: Clock },
   owner: ChargeOwner,
   command: ChargeCommand,
   record: RecordAnswer,
@@ -87,7 +88,7 @@ export async function createCharge(
       const holder = await repo.findByExternalId(ctx.db, owner.accountId, command.externalId);
       if (holder) {
         if (!holder.charge || holder.request_fingerprint !== fingerprint) {
-          throw conflict('external_id was already used for a different request');
+          throw new DomainError('conflict', { message: 'external_id was already used for a different request' });
         }
         return { statusCode: 200, body: chargeBody(holder.charge) };
       }
@@ -178,11 +179,11 @@ async function chooseKey(db: Database, accountId: number, requested: string | un
   const active = (await listOwnKeys(db, accountId)).filter((k) => k.status === 'active');
   if (requested !== undefined) {
     const match = active.find((k) => normalizePixKey(k.type, requested) === k.key);
-    if (!match) throw unprocessable('pix_key is not an active PIX key of this account');
+    if (!match) throw new DomainError('unprocessable_entity', { message: 'pix_key is not an active PIX key of this account' });
     return match;
   }
   const key = active.find((k) => k.type === 'evp') ?? active[0];
-  if (!key) throw unprocessable('The account has no active PIX key; register one before creating charges');
+  if (!key) throw new DomainError('unprocessable_entity', { message: 'The account has no active PIX key; register one before creating charges' });
   return key;
 }
 
@@ -308,7 +309,7 @@ export async function expireDueCharges(db: Database, clock: Clock, batch: number
  * before its deadline without any notification. With a clock other than the system's (tests move
  * it by hand) a real-time sleep means nothing, so the sweep runs every CHARGE.expirySweepMs.
  */
-export function chargeWorkers(ctx: AppContext): BackgroundWorker[] {
+export function chargeWorkers(ctx: { db: Database; clock: Clock; log: Logger }): BackgroundWorker[] {
   if (ctx.clock !== systemClock) return [periodicWorker('charge-expiry', CHARGE.expirySweepMs, ctx.log, () => expireDueCharges(ctx.db, ctx.clock))];
   return [
     wakeableWorker({ name: 'charge-expiry', log: ctx.log, safetyNetMs: CHARGE.expirySafetyNetMs }, async () => {

@@ -1,8 +1,8 @@
-import { addField, newFieldMap, type FieldMap, type HttpError } from './errors.js';
+import { addField, invalidFields, newFieldMap, type FieldMap } from '../errors/catalog.js';
 
 /**
  * Reading a JSON object body field by field, collecting every problem in one field map (the 400
- * of the operation's catalog). Bodies come from the null-prototype parser (src/http/jsonBody.ts),
+ * of the operation: a DomainError `bad_request` with the field map, src/errors/catalog.ts). Bodies come from the null-prototype parser (src/http/jsonBody.ts),
  * so a field named `__proto__` or `constructor` is an ordinary (refused) field.
  */
 export interface BodyReader {
@@ -18,7 +18,7 @@ export interface BodyReader {
 }
 
 /** A reader of `body`: refuses a non-object body at once and records every field not `permitted`. */
-export function readBody(body: unknown, permitted: ReadonlySet<string>, badRequest: (fields: FieldMap) => HttpError): BodyReader {
+export function readBody(body: unknown, permitted: ReadonlySet<string>, badRequest: (fields: FieldMap) => Error = invalidFields): BodyReader {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw badRequest({ body: ['must be a JSON object'] });
   const b = body as Record<string, unknown>;
   const fields = newFieldMap();
