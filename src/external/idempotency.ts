@@ -1,7 +1,10 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { afterCommit, type Database, type Sql } from '../db/db.js';
 import { Batcher, type BatchObserver, type BatchOutcome } from '../lib/batcher.js';
 import { monotonicNow, type Clock } from '../lib/clock.js';
+import { IdempotencyLostError, requestHash, type IdempotencyBinding, type PreparedAnswer } from '../lib/idempotencyKey.js';
+
+export { IdempotencyLostError, requestHash, type IdempotencyBinding, type PreparedAnswer };
 
 /**
  * Idempotency of external POSTs (spec, Limits: 24 h window, scope (method, path, key) — here also
@@ -66,10 +69,6 @@ interface Row {
   response_body: string | null;
   resource_id: string | null;
   expires_at: Date;
-}
-
-export class IdempotencyLostError extends Error {
-  override name = 'IdempotencyLostError';
 }
 
 /** The claim a request holds on its key until it answers. */
@@ -142,44 +141,8 @@ export class IdempotencyClaim {
   }
 }
 
-/** An answer to record under a claim (id, owner token), written by the caller's own SQL. */
-export interface PreparedAnswer {
-  id: number;
-  token: string;
-  statusCode: number;
-  body: string;
-  /** Call once the caller's statement recorded it, with its transaction… */
-  recordedIn(tx: Sql): void;
-  /** …or, when that statement ran on its own (it committed when it returned), right after it. */
-  recorded(): void;
-}
-
-/**
- * What an operation that creates a record needs from the request's Idempotency-Key; without a key
- * every member is a no-op and `resumes` is null.
- */
-export interface IdempotencyBinding {
-  /** The record an earlier attempt under this key created: continue it, create nothing. */
-  readonly resumes: string | null;
-  /** Binds the key to the record being created, inside the transaction that creates it. */
-  bind(tx: Sql, resourceId: string): Promise<void>;
-  /** Records the answer (2xx only) inside the operation's last transaction. */
-  record(tx: Sql, statusCode: number, payload: unknown): Promise<void>;
-  /**
-   * Optional, for operations that fold the key's SQL into their own statements (the cash-out):
-   * the claim (id, owner token) to bind, or null without a key…
-   */
-  readonly claim?: { id: number; token: string } | null;
-  /** …and the answer to record (null: nothing to record — no key, or not a 2xx). */
-  prepare?(statusCode: number, payload: unknown): PreparedAnswer | null;
-}
-
 function scopeId(scope: IdempotencyScope): string {
   return JSON.stringify([scope.merchantId, scope.method, scope.path, scope.key]);
-}
-
-export function requestHash(canonicalBody: string): string {
-  return createHash('sha256').update(canonicalBody, 'utf8').digest('hex');
 }
 
 /** A new claim to insert (the fast path of `claim`). */

@@ -3,7 +3,7 @@ import { DomainError } from '../errors/catalog.js';
 import type { CashOutDeps, TxDeps } from './deps.js';
 import { LOCK_NOT_AVAILABLE, provesRollback, sqlState, UNIQUE_VIOLATION, type Sql } from '../db/db.js';
 import { outboxBody } from '../events/outbox.js';
-import { IdempotencyLostError, type IdempotencyBinding } from '../external/idempotency.js';
+import { IdempotencyLostError, type IdempotencyBinding } from '../lib/idempotencyKey.js';
 import { Batcher, batcherPer, onePer, OverloadedError, type BatchOutcome } from '../lib/batcher.js';
 import { lockAccount, toBalances } from '../ledger/ledger.js';
 import { newEndToEndId, newTransactionId, TX_PREFIX } from '../lib/ids.js';

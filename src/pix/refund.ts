@@ -1,6 +1,6 @@
 import type { PixDeps, TxDeps } from './deps.js';
 import type { Sql } from '../db/db.js';
-import type { IdempotencyBinding } from '../external/idempotency.js';
+import type { IdempotencyBinding } from '../lib/idempotencyKey.js';
 import { DomainError } from '../errors/catalog.js';
 import { INSTITUTION_BOOK, lockAccount, post, type MerchantBook } from '../ledger/ledger.js';
 import { isoZ } from '../lib/clock.js';

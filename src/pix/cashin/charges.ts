@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { BackgroundWorker } from '../../lib/worker.js';
 import { sqlState, UNIQUE_VIOLATION, type Database, type Sql } from '../../db/db.js';
 import { emitEvent } from '../../events/outbox.js';
-import { requestHash } from '../../external/idempotency.js';
+import { requestHash } from '../../lib/idempotencyKey.js';
 import { DomainError } from '../../errors/catalog.js';
 import { encodeBrCode, sanitizeName } from '../../lib/brcode.js';
 import { isoZ, systemClock, type Clock } from '../../lib/clock.js';
