@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeBrCode } from '../src/lib/brcode.js';
 import { MAX_AMOUNT_CENTS } from '../src/lib/money.js';
 import { CHARGE } from '../src/pix/cashin/charges.js';
-import { insertTransaction, TX_STATUS } from '../src/transactions/repository.js';
+import { insertTransaction, TX_STATUS } from '../src/transactions/records.js';
 import { addPixKey, merchantWithKey, type MerchantFixture } from './helpers/client.js';
 import { BACKENDS } from './helpers/db.js';
 import { crcCcittFalse, emvFields } from './helpers/emv.js';

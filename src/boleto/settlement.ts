@@ -3,7 +3,7 @@ import type { Sql } from '../db/db.js';
 import { INSTITUTION_BOOK, post, type BookRef } from '../ledger/ledger.js';
 import { newTransactionId, newUuid, TX_PREFIX } from '../lib/ids.js';
 import { centsToBaseUnits, safeSum } from '../lib/money.js';
-import { insertTransaction, TX_STATUS } from '../transactions/repository.js';
+import { insertTransaction, TX_STATUS } from '../transactions/records.js';
 import { notFound } from './errors.js';
 import * as repo from './repository.js';
 import type { CentralCaller } from './service.js';

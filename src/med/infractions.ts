@@ -5,10 +5,10 @@ import { isoZ } from '../lib/clock.js';
 import { TX_PREFIX } from '../lib/ids.js';
 import { refundTotalsBody } from '../pix/events.js';
 import { returnRecord } from '../pix/refund.js';
-import * as pix from '../pix/repository.js';
-import type { OwnedTransaction } from '../pix/repository.js';
+import * as records from '../transactions/records.js';
+import type { OwnedTransaction } from '../transactions/records.js';
 import type { RailNotification } from '../rail/rail.js';
-import { insertTransaction } from '../transactions/repository.js';
+import { insertTransaction } from '../transactions/records.js';
 import { coverShortBlocks, moveBlock } from './blocks.js';
 import { emitMedEvent, infractionBody, refundRequestBody } from './events.js';
 import * as repo from './repository.js';
@@ -46,7 +46,7 @@ export function medReturnCode(reason: string): 'BE08' | 'FR01' {
 type Of<K extends RailNotification['kind']> = Extract<RailNotification, { kind: K }>;
 
 export async function onInfractionReported(tx: Sql, ctx: TxDeps, n: Of<'infraction.reported'>): Promise<void> {
-  const original = await pix.findByEndToEndId(tx, n.endToEndId);
+  const original = await records.findByEndToEndId(tx, n.endToEndId);
   if (!original || original.direction !== 'inbound' || !RECEIVED_KINDS.has(original.kind)) {
     ctx.log.error({ infraction_id: n.infractionId, end_to_end_id: n.endToEndId }, 'infraction about a PIX this institution did not credit; ignored');
     return;
@@ -95,8 +95,8 @@ export async function onInfractionResolved(tx: Sql, ctx: TxDeps, n: Of<'infracti
 
   if (n.decision === 'accepted') {
     // Refund what is blocked, within what the original still allows (refund rule 2); give back the rest.
-    const original = (await pix.findById(tx, infraction.original_id))!;
-    const totals = await pix.refundTotals(tx, original.id);
+    const original = (await records.findById(tx, infraction.original_id))!;
+    const totals = await records.refundTotals(tx, original.id);
     const refundAmount = Math.max(0, Math.min(infraction.blocked_amount, original.amount - totals.open));
     const excess = infraction.blocked_amount - refundAmount;
     const refund = refundAmount > 0 ? await insertMedRefund(tx, ctx, infraction, original, refundAmount, now) : null;
@@ -162,7 +162,7 @@ async function emitResolved(tx: Sql, infraction: InfractionRow, refundAmount: nu
 
 /** `pix.refund.completed` with status `completed`: the refund request ended without a return. */
 async function emitNothingRefunded(tx: Sql, infraction: InfractionRow, outcome: 'released' | 'nothing_blocked', now: Date): Promise<void> {
-  const totals = await pix.refundTotals(tx, infraction.original_id);
+  const totals = await records.refundTotals(tx, infraction.original_id);
   await emitMedEvent(tx, infraction, 'pix.refund.completed', {
     ...refundRequestBody(infraction),
     status: 'completed',

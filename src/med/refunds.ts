@@ -3,8 +3,8 @@ import type { Sql } from '../db/db.js';
 import { isoZ } from '../lib/clock.js';
 import { refundBody, refundTotalsBody } from '../pix/events.js';
 import { applyReturnAck, bookReturnSettled, lockReturn, returnOrder } from '../pix/refund.js';
-import * as pix from '../pix/repository.js';
-import type { OwnedTransaction } from '../pix/repository.js';
+import * as records from '../transactions/records.js';
+import type { OwnedTransaction } from '../transactions/records.js';
 import type { RailNotification, ReturnAck } from '../rail/rail.js';
 import { TX_STATUS } from '../transactions/repository.js';
 import { moveBlock } from './blocks.js';
@@ -26,7 +26,7 @@ import * as repo from './repository.js';
 
 /** Sends a MED return at stage 1 and records the rail's answer. A failure is left to the recovery worker. */
 export async function sendMedRefund(ctx: PixDeps, row: OwnedTransaction): Promise<void> {
-  const original = (await pix.findById(ctx.db, row.original_id!))!;
+  const original = (await records.findById(ctx.db, row.original_id!))!;
   let ack: ReturnAck;
   try {
     ack = await ctx.rail.sendReturn(returnOrder(row, original));
@@ -68,7 +68,7 @@ export async function onMedReturnRejected(tx: Sql, ctx: TxDeps, n: Of<'return.re
   if (row.stage === 3) return true;
   const now = ctx.clock.now();
   await moveBlock(tx, 'release', { kind: 'med_refund_reverse', reference: row.transaction_id, accountId: row.account_id, amount: row.amount, now });
-  const failed = await pix.updateState(
+  const failed = await records.updateState(
     tx,
     row.id,
     { status: TX_STATUS.failed, payment_status: 'failed', stage: 3, metadata: { reason_code: n.reasonCode, reason: n.reason, failed_at: now.toISOString() } },
@@ -83,8 +83,8 @@ export async function onMedReturnRejected(tx: Sql, ctx: TxDeps, n: Of<'return.re
 /** pix.refund.completed / .failed of a MED return: the refund's fields, the infraction's, the totals. */
 async function emitRefundOutcome(tx: Sql, refund: OwnedTransaction, event: string, extra: Record<string, unknown>): Promise<void> {
   const infraction = (await repo.findInfraction(tx, String(refund.metadata.infraction_id)))!;
-  const original = (await pix.findById(tx, refund.original_id!))!;
-  const totals = await pix.refundTotals(tx, original.id);
+  const original = (await records.findById(tx, refund.original_id!))!;
+  const totals = await records.refundTotals(tx, original.id);
   await emitMedEvent(tx, infraction, event, {
     ...refundRequestBody(infraction),
     ...refundBody(refund, original),

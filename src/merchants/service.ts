@@ -7,7 +7,7 @@ import { isoZ, type Clock } from '../lib/clock.js';
 import { newTransactionId, TX_PREFIX } from '../lib/ids.js';
 import { centsToBaseUnits } from '../lib/money.js';
 import { INSTITUTION_BOOK, openBooks, post, readBalances, type Balances } from '../ledger/ledger.js';
-import { insertTransaction, TX_STATUS } from '../transactions/repository.js';
+import { insertTransaction, TX_STATUS } from '../transactions/records.js';
 import * as repo from './repository.js';
 
 export interface CreatedMerchant {

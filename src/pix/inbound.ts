@@ -6,7 +6,7 @@ import { isoZ } from '../lib/clock.js';
 import { newTransactionId, TX_PREFIX } from '../lib/ids.js';
 import { centsToBaseUnits } from '../lib/money.js';
 import * as merchants from '../merchants/repository.js';
-import { insertTransaction, TX_STATUS } from '../transactions/repository.js';
+import { completeChargeRecord, insertTransaction, TX_STATUS } from '../transactions/records.js';
 import { emitChargeEvent, expireCharges, matchInboundPayment } from './cashin/charges.js';
 import * as charges from './cashin/repository.js';
 import { emitFor } from './events.js';
@@ -64,7 +64,7 @@ export async function receiveInboundPayment(tx: Sql, ctx: TxDeps, p: InboundPaym
   if (match.matched) {
     const charge = match.charge;
     await charges.markPaid(tx, charge.id, p.receivedAt);
-    const row = await charges.completeChargeRecord(tx, charge.id, {
+    const row = await completeChargeRecord(tx, charge.id, {
       endToEndId: p.endToEndId,
       feeAmount: fee,
       payerName: p.payer.name,

@@ -6,7 +6,7 @@ import { bankName } from '../lib/banks.js';
 import { addMoney } from '../lib/money.js';
 import { newTransactionId, TX_PREFIX } from '../lib/ids.js';
 import type { RailNotification } from '../rail/rail.js';
-import { insertTransaction, TX_STATUS } from '../transactions/repository.js';
+import { insertTransaction, TX_STATUS } from '../transactions/records.js';
 import { releaseReservation } from './cashOut.js';
 import { emitFor, payoutBody } from './events.js';
 import { REFUSAL, RefusedNotification } from './railRefusals.js';

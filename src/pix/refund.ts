@@ -7,7 +7,7 @@ import { isoZ } from '../lib/clock.js';
 import { newEndToEndId, newTransactionId, TX_PREFIX } from '../lib/ids.js';
 import { centsToBaseUnits } from '../lib/money.js';
 import type { RailNotification, ReturnAck, ReturnOrder } from '../rail/rail.js';
-import { insertTransaction, TX_STATUS, type NewTransaction } from '../transactions/repository.js';
+import { insertTransaction, TX_STATUS, type NewTransaction } from '../transactions/records.js';
 import { emitFor, refundBody, refundTotalsBody } from './events.js';
 import { movePending } from './postings.js';
 import { assertRefundNotMedTriggered } from './refundMedGuard.js';

@@ -14,9 +14,9 @@ import { DESCRIPTION_MAX, resolveKey } from '../pix/cashOutCommand.js';
 import { amountInCents, parseExternalId } from '../pix/externalId.js';
 import { PIX_KEY_TYPES, type PixKeyType } from '../pix/keys.js';
 import { limitProblem, limitWindows } from '../pix/limits.js';
-import * as pixRepo from '../pix/repository.js';
-import type { OwnedTransaction } from '../pix/repository.js';
-import { insertTransaction, TX_STATUS } from '../transactions/repository.js';
+import { accountWithHolder } from '../merchants/holders.js';
+import { addUsage, usageIn } from '../pix/store/limitWindows.js';
+import { findByExternalId, insertTransaction, TX_STATUS, type OwnedTransaction } from '../transactions/records.js';
 
 /**
  * TEF: a transfer between two accounts of this institution (docs/tef.md), an extension of the
@@ -225,18 +225,18 @@ export async function transfer(ctx: PixDeps, source: TefSource, cmd: TefCommand,
   try {
     destination = await resolveDestination(ctx, source, cmd);
   } catch (err) {
-    const existing = cmd.externalId === null ? undefined : await pixRepo.findByExternalId(ctx.db, source.accountId, cmd.externalId);
+    const existing = cmd.externalId === null ? undefined : await findByExternalId(ctx.db, source.accountId, cmd.externalId);
     if (existing) return repeat(existing, cmd);
     throw err;
   }
   const result = await ctx.db.transaction(async (tx) => {
     const balances = await lockAccounts(tx, [source.accountId, destination.accountId]);
     if (cmd.externalId !== null) {
-      const existing = await pixRepo.findByExternalId(tx, source.accountId, cmd.externalId);
+      const existing = await findByExternalId(tx, source.accountId, cmd.externalId);
       if (existing) return { existing };
     }
-    const from = await pixRepo.accountWithHolder(tx, source.accountId);
-    const to = await pixRepo.accountWithHolder(tx, destination.accountId);
+    const from = await accountWithHolder(tx, source.accountId);
+    const to = await accountWithHolder(tx, destination.accountId);
     const statuses = await tx.query<{ id: number; status: string }>('SELECT id, status FROM merchants WHERE id = ANY($1::bigint[])', [[from.merchant_id, to.merchant_id]]);
     const merchantActive = (id: number) => statuses.some((m) => Number(m.id) === Number(id) && m.status === 'active');
     // Inactive accounts neither send nor receive. The API refuses an inactive source at
@@ -250,7 +250,7 @@ export async function transfer(ctx: PixDeps, source: TefSource, cmd: TefCommand,
     // The usage is read first (the books are locked: it is current) and counted only once the
     // limits let it through — the database refuses a usage above a limit (migration 0700).
     const windows = limitWindows(now);
-    const used = await pixRepo.usageIn(tx, from.id, windows);
+    const used = await usageIn(tx, from.id, windows);
     const problem = limitProblem(
       amount,
       { maxAmountCents: from.cash_out_max_amount_cents, dailyLimitCents: from.cash_out_daily_limit_cents, nighttimeLimitCents: from.cash_out_nighttime_limit_cents },
@@ -258,7 +258,7 @@ export async function transfer(ctx: PixDeps, source: TefSource, cmd: TefCommand,
       used,
     );
     if (problem) throw tefError(problem.code, { detail: problem.detail });
-    await pixRepo.addUsage(tx, from.id, windows, amount);
+    await addUsage(tx, from.id, windows, amount);
 
     const safe = balances.get(from.id)!.safe;
     // The destination's books are locked: a credit that fits now still fits at the posting. Its
@@ -317,7 +317,7 @@ export async function transfer(ctx: PixDeps, source: TefSource, cmd: TefCommand,
     };
     if (failure) {
       // The window count is given back: a failed transfer moved nothing.
-      await pixRepo.addUsage(tx, from.id, windows, -amount);
+      await addUsage(tx, from.id, windows, -amount);
       await emitEvent(tx, { event: 'tef.transfer.failed', merchantId: from.merchant_id, accountId: from.id, subject: transactionId, payload: { ...body, reason_code: failure.code, reason: failure.detail, failed_at: isoZ(now) } });
       await record(tx, failureOf(answerOf(sourceOwned), sourceOwned));
       return { failed: sourceOwned };

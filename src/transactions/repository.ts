@@ -1,9 +1,9 @@
 import type { Sql } from '../db/db.js';
 
 /**
- * Statement records (table `transactions`): one row per money movement a merchant sees. Written by
- * the domains that move money (deposits, PIX, boleto settlements) in the same database transaction
- * as their ledger postings.
+ * Statement records (table `transactions`): one row per money movement a merchant sees, and the
+ * reads of the statement. Written only through src/transactions/records.ts (and the cash-out's
+ * batched statements, src/pix/store/), in the same database transaction as their ledger postings.
  */
 export interface TransactionRow {
   id: string;
@@ -41,32 +41,6 @@ export interface TransactionRow {
 
 /** Internal status codes of a statement record. */
 export const TX_STATUS = { completed: 1, pending: 2, rejected: 3, failed: 4 } as const;
-
-export type NewTransaction = Pick<TransactionRow, 'transaction_id' | 'account_id' | 'kind' | 'type' | 'direction' | 'status' | 'amount'> &
-  Partial<Omit<TransactionRow, 'id' | 'created_at' | 'updated_at' | 'returned_amount'>> & { created_at?: Date };
-
-const COLUMNS = [
-  'transaction_id', 'account_id', 'kind', 'type', 'direction', 'status', 'payment_status', 'stage',
-  'end_to_end_id', 'external_id', 'tag', 'amount', 'fee_amount', 'description', 'counterparty_name',
-  'recipient_key', 'recipient_key_type', 'recipient_document', 'recipient_ispb', 'payer_document',
-  'payer_ispb', 'payer_bank_name', 'original_id', 'request_fingerprint', 'metadata', 'created_at',
-  'completed_at',
-] as const;
-
-export async function insertTransaction(tx: Sql, record: NewTransaction): Promise<TransactionRow> {
-  const present = COLUMNS.filter((c) => record[c as keyof NewTransaction] !== undefined);
-  const values = present.map((c) => {
-    const v = record[c as keyof NewTransaction];
-    return c === 'metadata' ? JSON.stringify(v) : v;
-  });
-  const [row] = await tx.query<TransactionRow>(
-    `INSERT INTO transactions (${present.join(', ')})
-     VALUES (${present.map((c, i) => (c === 'metadata' ? `$${i + 1}::jsonb` : `$${i + 1}`)).join(', ')})
-     RETURNING *`,
-    values,
-  );
-  return row!;
-}
 
 // ---- statement, transaction list and lookups ----
 

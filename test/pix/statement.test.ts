@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { insertTransaction } from '../../src/transactions/repository.js';
+import { insertTransaction } from '../../src/transactions/records.js';
 import { BACKENDS } from '../helpers/db.js';
 import { merchantWithKey, type MerchantFixture } from '../helpers/client.js';
 import { foreignKey, SIM_FAST, sandbox, txRow, waitFor } from '../helpers/pix.js';

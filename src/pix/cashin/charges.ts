@@ -11,7 +11,7 @@ import { centsToBaseUnits } from '../../lib/money.js';
 import { periodicWorker } from '../../lib/periodic.js';
 import { wakeableWorker } from '../../lib/wakeable.js';
 import { findMerchant } from '../../merchants/repository.js';
-import { insertTransaction, TX_STATUS } from '../../transactions/repository.js';
+import { insertTransaction, TX_STATUS } from '../../transactions/records.js';
 import { listOwnKeys, type PixKeyRow } from '../ownKeys.js';
 import { normalizePixKey } from '../keys.js';
 import { qrCodeDataUrl } from './qrImage.js';

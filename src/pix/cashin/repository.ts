@@ -1,5 +1,5 @@
 import type { Sql } from '../../db/db.js';
-import { TX_STATUS, type TransactionRow } from '../../transactions/repository.js';
+import { failRecords } from '../../transactions/records.js';
 import type { PixKeyType } from '../keys.js';
 
 /** The life cycle of a cash-in charge (the spec's charge event statuses). */
@@ -139,9 +139,7 @@ export async function markExpired(tx: Sql, transactionUuids: readonly string[], 
     [transactionUuids, now],
   );
   const changed = rows.map((r) => r.transaction_uuid);
-  if (changed.length) {
-    await tx.query('UPDATE transactions SET status = $3, updated_at = $2 WHERE id = ANY($1::uuid[])', [changed, now, TX_STATUS.failed]);
-  }
+  await failRecords(tx, changed, now);
   return changed;
 }
 
@@ -165,34 +163,4 @@ export async function findChargeByTxid(sql: Sql, txid: string): Promise<ChargeRo
   return row;
 }
 
-/** The payment that paid a charge, as its statement record shows it. */
-export interface ChargePayment {
-  endToEndId: string;
-  feeAmount: number;
-  payerName: string;
-  payerDocument: string;
-  payerIspb: string;
-  payerBankName: string | null;
-  txid: string;
-  paidAt: Date;
-  now: Date;
-}
 
-/**
- * Turns a charge's own statement record into the completed inbound credit (after `markPaid`, in
- * the same transaction): status 1, the payment's end-to-end id, fee and payer, `created_at` and
- * `completed_at` = the payment instant (the statement orders money by when it moved; the charge's
- * creation time stays in `pix_charges.created_at`).
- */
-export async function completeChargeRecord(tx: Sql, transactionUuid: string, p: ChargePayment): Promise<TransactionRow> {
-  const [row] = await tx.query<TransactionRow>(
-    `UPDATE transactions SET status = $2, end_to_end_id = $3, fee_amount = $4, counterparty_name = $5,
-        payer_document = $6, payer_ispb = $7, payer_bank_name = $8, created_at = $9, completed_at = $9,
-        metadata = metadata || jsonb_build_object('txid', $10::text),
-        updated_at = $11
-      WHERE id = $1 RETURNING *`,
-    [transactionUuid, TX_STATUS.completed, p.endToEndId, p.feeAmount, p.payerName, p.payerDocument, p.payerIspb, p.payerBankName, p.paidAt, p.txid, p.now],
-  );
-  if (!row) throw new Error(`charge record ${transactionUuid} disappeared`);
-  return row;
-}
