@@ -169,6 +169,7 @@ export const RESERVE_LOCK_WAIT_MS = 100;
  * The reserve statement, taking the books `wait`ing for them (up to lock_timeout), waiting
  * `brief`ly (RESERVE_LOCK_WAIT_MS, for this statement only: set_config(…, true) in an autocommit
  * statement lasts until its commit), or `skip`ping those held elsewhere (SKIP LOCKED).
+ * (Over 70 lines: it is the text of one SQL statement, read and plan-tested as one.)
  */
 function reserveCashOutsSql(lock: 'wait' | 'brief' | 'skip'): string {
   return `WITH ${CASH_OUT_ITEMS},
