@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { PixDeps } from '../pix/deps.js';
+import type { PixDeps, TxDeps } from '../pix/deps.js';
 import type { Sql } from '../db/db.js';
 import { emitEvent } from '../events/outbox.js';
 import { DomainError, type DomainErrorOptions, type ErrorCode } from '../errors/catalog.js';
@@ -14,7 +14,7 @@ import { DESCRIPTION_MAX, resolveKey } from '../pix/cashOutCommand.js';
 import { amountInCents, parseExternalId } from '../pix/externalId.js';
 import { PIX_KEY_TYPES, type PixKeyType } from '../pix/keys.js';
 import { limitProblem, limitWindows } from '../pix/limits.js';
-import { accountWithHolder } from '../merchants/holders.js';
+import { accountWithHolder, type AccountWithHolder } from '../merchants/holders.js';
 import { addUsage, usageIn } from '../pix/store/limitWindows.js';
 import { findByExternalId, insertTransaction, TX_STATUS, type OwnedTransaction } from '../transactions/records.js';
 
@@ -216,6 +216,13 @@ function repeat(existing: OwnedTransaction, cmd: TefCommand) {
   return respond(existing);
 }
 
+/** The two accounts of a transfer as its transaction read them (books locked), with their merchants' state. */
+interface Parties {
+  from: AccountWithHolder;
+  to: AccountWithHolder;
+  merchantActive(id: number): boolean;
+}
+
 /**
  * Executes a TEF from `source`. Returns the 200 answer of a settled transfer; throws the TEF error
  * (a recorded failure included). A repeat with the same external_id answers the original.
@@ -229,153 +236,184 @@ export async function transfer(ctx: PixDeps, source: TefSource, cmd: TefCommand,
     if (existing) return repeat(existing, cmd);
     throw err;
   }
-  const result = await ctx.db.transaction(async (tx) => {
-    const balances = await lockAccounts(tx, [source.accountId, destination.accountId]);
-    if (cmd.externalId !== null) {
-      const existing = await findByExternalId(tx, source.accountId, cmd.externalId);
-      if (existing) return { existing };
-    }
-    const from = await accountWithHolder(tx, source.accountId);
-    const to = await accountWithHolder(tx, destination.accountId);
-    const statuses = await tx.query<{ id: number; status: string }>('SELECT id, status FROM merchants WHERE id = ANY($1::bigint[])', [[from.merchant_id, to.merchant_id]]);
-    const merchantActive = (id: number) => statuses.some((m) => Number(m.id) === Number(id) && m.status === 'active');
-    // Inactive accounts neither send nor receive. The API refuses an inactive source at
-    // authentication; this covers the operator's route and a deactivation since then.
-    if (from.status !== 'active' || !merchantActive(from.merchant_id)) throw tefError('account_inactive');
-    const now = ctx.clock.now();
-    const amount = centsToBaseUnits(cmd.amountCents);
-
-    // Limits: a TEF counts in the source's cash-out windows (the same per-operation, nighttime
-    // and daily limits); a refusal here records nothing.
-    // The usage is read first (the books are locked: it is current) and counted only once the
-    // limits let it through — the database refuses a usage above a limit (migration 0700).
-    const windows = limitWindows(now);
-    const used = await usageIn(tx, from.id, windows);
-    const problem = limitProblem(
-      amount,
-      { maxAmountCents: from.cash_out_max_amount_cents, dailyLimitCents: from.cash_out_daily_limit_cents, nighttimeLimitCents: from.cash_out_nighttime_limit_cents },
-      windows,
-      used,
-    );
-    if (problem) throw tefError(problem.code, { detail: problem.detail });
-    await addUsage(tx, from.id, windows, amount);
-
-    const safe = balances.get(from.id)!.safe;
-    // The destination's books are locked: a credit that fits now still fits at the posting. Its
-    // refusal says nothing of the destination's balance (another merchant's).
-    const fits = balances.get(to.id)!.available <= MAX_BALANCE_BASE_UNITS - amount;
-    const failure: { code: RecordedFailure; detail: string } | null =
-      to.status !== 'active' || !merchantActive(to.merchant_id)
-        ? { code: 'destination_inactive', detail: 'The destination account is not active; nothing was debited' }
-        : safe < amount
-          ? { code: 'insufficient_balance', detail: `Available balance ${safe} is below the amount ${amount} (base units); nothing was debited` }
-          : !fits
-            ? { code: 'destination_cannot_receive', detail: 'The destination account cannot receive this transfer; nothing was debited' }
-            : null;
-    const transactionId = newTransactionId(TEF_PREFIX, now);
-    const common = {
-      type: 'internal' as const,
-      amount,
-      fee_amount: 0,
-      description: cmd.description ?? '',
-      created_at: now,
-    };
-    const source_row = await insertTransaction(tx, {
-      ...common,
-      transaction_id: transactionId,
-      account_id: from.id,
-      kind: 'tef_out',
-      direction: 'outbound',
-      status: failure ? TX_STATUS.failed : TX_STATUS.completed,
-      payment_status: failure ? 'failed' : 'settled',
-      stage: 3,
-      external_id: cmd.externalId,
-      counterparty_name: to.holder_name,
-      recipient_key: destination.pixKey,
-      recipient_key_type: cmd.pixKey?.keyType ?? null,
-      recipient_document: to.holder_document,
-      recipient_ispb: ctx.config.institutionIspb,
-      request_fingerprint: cmd.fingerprint,
-      metadata: {
-        to_account_id: destination.sameMerchant ? to.id : null,
-        ...(failure ? { failure_code: failure.code, failure_detail: failure.detail } : {}),
-      },
-      completed_at: failure ? null : now,
-    });
-    const sourceOwned: OwnedTransaction = { ...source_row, merchant_id: from.merchant_id };
-    const body = {
-      transaction_id: transactionId,
-      external_id: cmd.externalId,
-      account_id: from.id,
-      direction: 'debit',
-      amount,
-      fee_amount: 0,
-      net_amount: amount,
-      receiver: { name: to.holder_name, document: to.holder_document, pix_key: destination.pixKey, account_id: destination.sameMerchant ? to.id : null },
-      description: cmd.description,
-      created_at: isoZ(now),
-    };
-    if (failure) {
-      // The window count is given back: a failed transfer moved nothing.
-      await addUsage(tx, from.id, windows, -amount);
-      await emitEvent(tx, { event: 'tef.transfer.failed', merchantId: from.merchant_id, accountId: from.id, subject: transactionId, payload: { ...body, reason_code: failure.code, reason: failure.detail, failed_at: isoZ(now) } });
-      await record(tx, failureOf(answerOf(sourceOwned), sourceOwned));
-      return { failed: sourceOwned };
-    }
-
-    const destinationRow = await insertTransaction(tx, {
-      ...common,
-      transaction_id: newTransactionId(TEF_PREFIX, now),
-      account_id: to.id,
-      kind: 'tef_in',
-      direction: 'inbound',
-      status: TX_STATUS.completed,
-      payment_status: 'settled',
-      stage: 3,
-      counterparty_name: from.holder_name,
-      payer_document: from.holder_document,
-      payer_ispb: ctx.config.institutionIspb,
-      payer_bank_name: ctx.institutionName,
-      metadata: { tef_transaction_id: transactionId, from_account_id: destination.sameMerchant ? from.id : null },
-      completed_at: now,
-    });
-    // The ledger's credit primitive tops up the destination's short MED blocks (src/ledger).
-    await post(tx, {
-      kind: 'tef',
-      reference: transactionId,
-      // The ledger's credit primitive tops up the destination's short MED blocks.
-      now,
-      postings: [
-        { book: { accountId: from.id, book: 'available' }, amount: -amount },
-        { book: { accountId: to.id, book: 'available' }, amount },
-      ],
-    });
-    await emitEvent(tx, { event: 'tef.transfer.sent', merchantId: from.merchant_id, accountId: from.id, subject: transactionId, payload: { ...body, completed_at: isoZ(now) } });
-    await emitEvent(tx, {
-      event: 'tef.transfer.received',
-      merchantId: to.merchant_id,
-      accountId: to.id,
-      subject: destinationRow.transaction_id,
-      payload: {
-        transaction_id: destinationRow.transaction_id,
-        tef_transaction_id: transactionId,
-        account_id: to.id,
-        direction: 'credit',
-        amount,
-        fee_amount: 0,
-        net_amount: amount,
-        payer: { name: from.holder_name, document: from.holder_document, account_id: destination.sameMerchant ? from.id : null },
-        description: cmd.description,
-        created_at: isoZ(now),
-        completed_at: isoZ(now),
-      },
-    });
-    const answer = respond(sourceOwned);
-    await record(tx, answer);
-    return { answer };
-  }).catch(boundRefusal);
+  const result = await ctx.db
+    .transaction(async (tx) => {
+      const balances = await lockAccounts(tx, [source.accountId, destination.accountId]);
+      if (cmd.externalId !== null) {
+        const existing = await findByExternalId(tx, source.accountId, cmd.externalId);
+        if (existing) return { existing };
+      }
+      const parties = await readParties(tx, source.accountId, destination.accountId);
+      const { from, to } = parties;
+      // Inactive accounts neither send nor receive. The API refuses an inactive source at
+      // authentication; this covers the operator's route and a deactivation since then.
+      if (from.status !== 'active' || !parties.merchantActive(from.merchant_id)) throw tefError('account_inactive');
+      const now = ctx.clock.now();
+      const amount = centsToBaseUnits(cmd.amountCents);
+      const windows = await countInLimits(tx, from, amount, now);
+      const failure = failureFor(parties, balances.get(from.id)!.safe, balances.get(to.id)!.available, amount);
+      const sourceOwned = await insertSource(tx, ctx, cmd, destination, parties, amount, failure, now);
+      if (failure) {
+        // The window count is given back: a failed transfer moved nothing.
+        await addUsage(tx, from.id, windows, -amount);
+        await emitEvent(tx, { event: 'tef.transfer.failed', merchantId: from.merchant_id, accountId: from.id, subject: sourceOwned.transaction_id, payload: { ...sentBody(cmd, destination, parties, sourceOwned.transaction_id, amount, now), reason_code: failure.code, reason: failure.detail, failed_at: isoZ(now) } });
+        await record(tx, failureOf(answerOf(sourceOwned), sourceOwned));
+        return { failed: sourceOwned };
+      }
+      await settle(tx, ctx, cmd, destination, parties, sourceOwned.transaction_id, amount, now);
+      const answer = respond(sourceOwned);
+      await record(tx, answer);
+      return { answer };
+    })
+    .catch(boundRefusal);
   if ('existing' in result) return repeat(result.existing!, cmd);
   if ('failed' in result) return respond(result.failed!);
   return result.answer;
 }
 
+async function readParties(tx: Sql, fromId: number, toId: number): Promise<Parties> {
+  const from = await accountWithHolder(tx, fromId);
+  const to = await accountWithHolder(tx, toId);
+  const statuses = await tx.query<{ id: number; status: string }>('SELECT id, status FROM merchants WHERE id = ANY($1::bigint[])', [[from.merchant_id, to.merchant_id]]);
+  return { from, to, merchantActive: (id) => statuses.some((m) => Number(m.id) === Number(id) && m.status === 'active') };
+}
+
+/**
+ * Limits: a TEF counts in the source's cash-out windows (the same per-operation, nighttime and
+ * daily limits); a refusal here records nothing. The usage is read first (the books are locked: it
+ * is current) and counted only once the limits let it through — the database refuses a usage above
+ * a limit (migration 0700). Returns the windows counted in.
+ */
+async function countInLimits(tx: Sql, from: AccountWithHolder, amount: number, now: Date) {
+  const windows = limitWindows(now);
+  const used = await usageIn(tx, from.id, windows);
+  const problem = limitProblem(
+    amount,
+    { maxAmountCents: from.cash_out_max_amount_cents, dailyLimitCents: from.cash_out_daily_limit_cents, nighttimeLimitCents: from.cash_out_nighttime_limit_cents },
+    windows,
+    used,
+  );
+  if (problem) throw tefError(problem.code, { detail: problem.detail });
+  await addUsage(tx, from.id, windows, amount);
+  return windows;
+}
+
+/**
+ * Why a transfer that passed validation cannot settle, or null. The destination's books are
+ * locked: a credit that fits now still fits at the posting. Its refusal says nothing of the
+ * destination's balance (another merchant's).
+ */
+function failureFor({ to, merchantActive }: Parties, safe: number, toAvailable: number, amount: number): { code: RecordedFailure; detail: string } | null {
+  if (to.status !== 'active' || !merchantActive(to.merchant_id)) return { code: 'destination_inactive', detail: 'The destination account is not active; nothing was debited' };
+  if (safe < amount) return { code: 'insufficient_balance', detail: `Available balance ${safe} is below the amount ${amount} (base units); nothing was debited` };
+  if (toAvailable > MAX_BALANCE_BASE_UNITS - amount) return { code: 'destination_cannot_receive', detail: 'The destination account cannot receive this transfer; nothing was debited' };
+  return null;
+}
+
+/** The source's record: settled, or failed with its code. */
+async function insertSource(
+  tx: Sql,
+  ctx: TxDeps,
+  cmd: TefCommand,
+  destination: Destination,
+  { from, to }: Parties,
+  amount: number,
+  failure: { code: RecordedFailure; detail: string } | null,
+  now: Date,
+): Promise<OwnedTransaction> {
+  const row = await insertTransaction(tx, {
+    ...common(cmd, amount, now),
+    transaction_id: newTransactionId(TEF_PREFIX, now),
+    account_id: from.id,
+    kind: 'tef_out',
+    direction: 'outbound',
+    status: failure ? TX_STATUS.failed : TX_STATUS.completed,
+    payment_status: failure ? 'failed' : 'settled',
+    stage: 3,
+    external_id: cmd.externalId,
+    counterparty_name: to.holder_name,
+    recipient_key: destination.pixKey,
+    recipient_key_type: cmd.pixKey?.keyType ?? null,
+    recipient_document: to.holder_document,
+    recipient_ispb: ctx.config.institutionIspb,
+    request_fingerprint: cmd.fingerprint,
+    metadata: {
+      to_account_id: destination.sameMerchant ? to.id : null,
+      ...(failure ? { failure_code: failure.code, failure_detail: failure.detail } : {}),
+    },
+    completed_at: failure ? null : now,
+  });
+  return { ...row, merchant_id: from.merchant_id };
+}
+
+/** What both records of a transfer share. */
+function common(cmd: TefCommand, amount: number, now: Date) {
+  return { type: 'internal' as const, amount, fee_amount: 0, description: cmd.description ?? '', created_at: now };
+}
+
+/** The payload of tef.transfer.sent (and, with the reason, tef.transfer.failed). */
+function sentBody(cmd: TefCommand, destination: Destination, { from, to }: Parties, transactionId: string, amount: number, now: Date) {
+  return {
+    transaction_id: transactionId,
+    external_id: cmd.externalId,
+    account_id: from.id,
+    direction: 'debit',
+    amount,
+    fee_amount: 0,
+    net_amount: amount,
+    receiver: { name: to.holder_name, document: to.holder_document, pix_key: destination.pixKey, account_id: destination.sameMerchant ? to.id : null },
+    description: cmd.description,
+    created_at: isoZ(now),
+  };
+}
+
+/** A settled transfer: the destination's record, the balanced posting and both events. */
+async function settle(tx: Sql, ctx: TxDeps, cmd: TefCommand, destination: Destination, parties: Parties, transactionId: string, amount: number, now: Date): Promise<void> {
+  const { from, to } = parties;
+  const destinationRow = await insertTransaction(tx, {
+    ...common(cmd, amount, now),
+    transaction_id: newTransactionId(TEF_PREFIX, now),
+    account_id: to.id,
+    kind: 'tef_in',
+    direction: 'inbound',
+    status: TX_STATUS.completed,
+    payment_status: 'settled',
+    stage: 3,
+    counterparty_name: from.holder_name,
+    payer_document: from.holder_document,
+    payer_ispb: ctx.config.institutionIspb,
+    payer_bank_name: ctx.institutionName,
+    metadata: { tef_transaction_id: transactionId, from_account_id: destination.sameMerchant ? from.id : null },
+    completed_at: now,
+  });
+  // The ledger's credit primitive tops up the destination's short MED blocks (src/ledger).
+  await post(tx, {
+    kind: 'tef',
+    reference: transactionId,
+    now,
+    postings: [
+      { book: { accountId: from.id, book: 'available' }, amount: -amount },
+      { book: { accountId: to.id, book: 'available' }, amount },
+    ],
+  });
+  await emitEvent(tx, { event: 'tef.transfer.sent', merchantId: from.merchant_id, accountId: from.id, subject: transactionId, payload: { ...sentBody(cmd, destination, parties, transactionId, amount, now), completed_at: isoZ(now) } });
+  await emitEvent(tx, {
+    event: 'tef.transfer.received',
+    merchantId: to.merchant_id,
+    accountId: to.id,
+    subject: destinationRow.transaction_id,
+    payload: {
+      transaction_id: destinationRow.transaction_id,
+      tef_transaction_id: transactionId,
+      account_id: to.id,
+      direction: 'credit',
+      amount,
+      fee_amount: 0,
+      net_amount: amount,
+      payer: { name: from.holder_name, document: from.holder_document, account_id: destination.sameMerchant ? from.id : null },
+      description: cmd.description,
+      created_at: isoZ(now),
+      completed_at: isoZ(now),
+    },
+  });
+}
