@@ -9,7 +9,6 @@ import { addMoney, centsToBaseUnits } from '../../lib/money.js';
 import { limitProblem } from '../limits.js';
 import type { OwnedTransaction } from '../repository.js';
 import type { Reserved, ReserveRequest } from './types.js';
-import { repeat } from './resume.js';
 
 /** Step 1's checks of a batch (limits, balance, repeats), against the figures its strategy read. */
 

@@ -1,6 +1,5 @@
-import { OverloadedError, type BatchOutcome } from '../../lib/batcher.js';
+import { type BatchOutcome } from '../../lib/batcher.js';
 import { booksBusy, CASH_OUT_BATCH_MAX, WAIT_LANE_MAX, WAIT_LANES_MAX, WAIT_LANES_RUNNING, type Reserved, type ReserveRequest, type Settled } from './types.js';
-import { reserveInBatch } from './reserve.js';
 
 interface LaneItem {
   item: ReserveRequest;

@@ -4,7 +4,6 @@ import { Batcher, batcherPer, onePer, type BatchOutcome } from '../../lib/batche
 import { booksBusy, CASH_OUT_BATCH_LINGER_MS, CASH_OUT_BATCH_MAX, CASH_OUT_QUEUE_MAX, type LockMode, type Reserved, type ReserveRequest, type Settled } from './types.js';
 import { reserveAssumed, reserveUnlocked } from './reserveUnread.js';
 import { reserveIsolated } from './reserveLocked.js';
-import { repeat } from './resume.js';
 import { WaitLanes } from './lanes.js';
 
 /** Step 1 of the cash-out in batches: concurrent cash-outs share one transaction. */

@@ -8,7 +8,6 @@ import type { OwnedTransaction } from '../repository.js';
 import type { LockMode, Reserved, ReserveRequest } from './types.js';
 import { remember } from './reserveUnread.js';
 import { batchScope, decide } from './decide.js';
-import { repeat } from './resume.js';
 
 /** Step 1's strategy under the locks: one transaction per batch, split when the database refuses it. */
 

@@ -8,7 +8,6 @@ import { limitWindows } from '../limits.js';
 import type { OwnedTransaction } from '../repository.js';
 import type { LockMode, Reserved, ReserveRequest } from './types.js';
 import { batchScope, decide, type Decided } from './decide.js';
-import { repeat } from './resume.js';
 
 /** Step 1's strategies without a transaction: decided without a read (`reserveAssumed`) or on one read (`reserveUnlocked`). */
 

@@ -12,7 +12,6 @@ import { emitFor, payoutBody } from '../events.js';
 import type { OwnedTransaction } from '../repository.js';
 import { CASH_OUT_BATCH_MAX, CASH_OUT_QUEUE_MAX, cashOutAnswer, type CashOutAnswer, type CashOutKey } from './types.js';
 import { releaseReservation } from './reservation.js';
-import { repeat } from './resume.js';
 
 /** Steps 2 and 3: the rail's order and the record of its acknowledgement. */
 

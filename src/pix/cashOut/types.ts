@@ -5,8 +5,6 @@ import { addMoney } from '../../lib/money.js';
 import type { DirectoryEntry } from '../../rail/rail.js';
 import type { CashOutCommand } from '../cashOutCommand.js';
 import type { OwnedTransaction } from '../repository.js';
-import { reserve } from './reservation.js';
-import { WaitLanes } from './lanes.js';
 
 /** The cash-out's request, answer and batch types and bounds (src/pix/cashOut.ts is the entry). */
 
