@@ -78,27 +78,7 @@ export async function receiveInboundPayment(tx: Sql, ctx: TxDeps, p: InboundPaym
     owned = { ...row, merchant_id: account.merchant_id };
   } else {
     if (match.reason === 'expired' && match.charge?.status === 'created') await expireCharges(tx, [match.charge], now);
-    const row = await insertTransaction(tx, {
-      transaction_id: newTransactionId(TX_PREFIX.inbound, p.receivedAt),
-      account_id: account.id,
-      kind: 'pix_in',
-      type: 'pix',
-      direction: 'inbound',
-      status: TX_STATUS.completed,
-      stage: 3,
-      end_to_end_id: p.endToEndId,
-      amount: p.amount,
-      fee_amount: fee,
-      description: p.description ?? '',
-      counterparty_name: p.payer.name,
-      payer_document: p.payer.document,
-      payer_ispb: p.payer.ispb,
-      payer_bank_name: payerBankName,
-      // Why a payment that named a charge did not pay it (never which charge of another account).
-      metadata: p.txid === null ? { txid: null } : { txid: p.txid, charge_unmatched_reason: match.reason },
-      created_at: p.receivedAt,
-      completed_at: p.receivedAt,
-    });
+    const row = await insertPlainCredit(tx, p, account.id, fee, payerBankName, match.reason);
     owned = { ...row, merchant_id: account.merchant_id };
   }
 
@@ -121,4 +101,29 @@ export async function receiveInboundPayment(tx: Sql, ctx: TxDeps, p: InboundPaym
   if (match.matched) await emitChargeEvent(tx, { ...match.charge, status: 'paid', paid_at: p.receivedAt }, 'paid', paid);
   else await emitFor(tx, 'pix.charge.paid', owned, { transaction_id: owned.transaction_id, ...paid, txid: p.txid });
   return owned;
+}
+
+/** The statement record of a PIX received that paid no charge (`PIXIN`, completed). */
+function insertPlainCredit(tx: Sql, p: InboundPayment, accountId: number, fee: number, payerBankName: string | null, reason: string) {
+  return insertTransaction(tx, {
+    transaction_id: newTransactionId(TX_PREFIX.inbound, p.receivedAt),
+    account_id: accountId,
+    kind: 'pix_in',
+    type: 'pix',
+    direction: 'inbound',
+    status: TX_STATUS.completed,
+    stage: 3,
+    end_to_end_id: p.endToEndId,
+    amount: p.amount,
+    fee_amount: fee,
+    description: p.description ?? '',
+    counterparty_name: p.payer.name,
+    payer_document: p.payer.document,
+    payer_ispb: p.payer.ispb,
+    payer_bank_name: payerBankName,
+    // Why a payment that named a charge did not pay it (never which charge of another account).
+    metadata: p.txid === null ? { txid: null } : { txid: p.txid, charge_unmatched_reason: reason },
+    created_at: p.receivedAt,
+    completed_at: p.receivedAt,
+  });
 }

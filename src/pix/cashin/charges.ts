@@ -108,55 +108,7 @@ export async function createCharge(
     const qrImage = qrCodeDataUrl(brcode); // CPU only: before the transaction, not inside it
     try {
       return await ctx.db.transaction(async (tx) => {
-        const statement = await insertTransaction(tx, {
-          transaction_id: newTransactionId(TX_PREFIX.charge, now),
-          account_id: owner.accountId,
-          kind: CHARGE.kind,
-          type: 'pix',
-          direction: 'inbound',
-          status: TX_STATUS.pending,
-          amount: centsToBaseUnits(command.amountCents),
-          description: command.description || CHARGE.defaultDescription,
-          tag: command.tag ?? null,
-          external_id: command.externalId ?? null,
-          request_fingerprint: fingerprint,
-          created_at: now,
-        });
-        const charge: ChargeRow = {
-          id: statement.id,
-          transaction_id: statement.transaction_id,
-          account_id: owner.accountId,
-          merchant_id: owner.merchantId,
-          amount: statement.amount,
-          description: statement.description,
-          tag: statement.tag,
-          external_id: statement.external_id,
-          request_fingerprint: fingerprint,
-          txid,
-          pix_key: key.key,
-          pix_key_type: key.type,
-          brcode,
-          status: 'created',
-          payer_name: command.payerName ?? null,
-          payer_document: command.payerDocument ?? null,
-          created_at: now,
-          expires_at: new Date(now.getTime() + command.expiresInSeconds * 1000),
-          paid_at: null,
-          expired_at: null,
-          cancelled_at: null,
-        };
-        await repo.insertCharge(tx, {
-          transactionUuid: charge.id,
-          accountId: charge.account_id,
-          txid,
-          pixKey: charge.pix_key,
-          pixKeyType: charge.pix_key_type,
-          brcode,
-          payerName: charge.payer_name,
-          payerDocument: charge.payer_document,
-          createdAt: now,
-          expiresAt: charge.expires_at,
-        });
+        const charge = await writeCharge(tx, owner, command, { fingerprint, key, txid, brcode, now });
         await emitChargeEvent(tx, charge, 'created', { created_at: isoZ(charge.created_at) });
         const body = chargeBody(charge, qrImage);
         await record(tx, 201, body);
@@ -168,6 +120,66 @@ export async function createCharge(
       throw err;
     }
   }
+}
+
+/** A new charge's statement record (pending) and its `pix_charges` row, in the creating transaction. */
+async function writeCharge(
+  tx: Sql,
+  owner: ChargeOwner,
+  command: ChargeCommand,
+  c: { fingerprint: string; key: PixKeyRow; txid: string; brcode: string; now: Date },
+): Promise<ChargeRow> {
+  const { fingerprint, key, txid, brcode, now } = c;
+  const statement = await insertTransaction(tx, {
+    transaction_id: newTransactionId(TX_PREFIX.charge, now),
+    account_id: owner.accountId,
+    kind: CHARGE.kind,
+    type: 'pix',
+    direction: 'inbound',
+    status: TX_STATUS.pending,
+    amount: centsToBaseUnits(command.amountCents),
+    description: command.description || CHARGE.defaultDescription,
+    tag: command.tag ?? null,
+    external_id: command.externalId ?? null,
+    request_fingerprint: fingerprint,
+    created_at: now,
+  });
+  const charge: ChargeRow = {
+    id: statement.id,
+    transaction_id: statement.transaction_id,
+    account_id: owner.accountId,
+    merchant_id: owner.merchantId,
+    amount: statement.amount,
+    description: statement.description,
+    tag: statement.tag,
+    external_id: statement.external_id,
+    request_fingerprint: fingerprint,
+    txid,
+    pix_key: key.key,
+    pix_key_type: key.type,
+    brcode,
+    status: 'created',
+    payer_name: command.payerName ?? null,
+    payer_document: command.payerDocument ?? null,
+    created_at: now,
+    expires_at: new Date(now.getTime() + command.expiresInSeconds * 1000),
+    paid_at: null,
+    expired_at: null,
+    cancelled_at: null,
+  };
+  await repo.insertCharge(tx, {
+    transactionUuid: charge.id,
+    accountId: charge.account_id,
+    txid,
+    pixKey: charge.pix_key,
+    pixKeyType: charge.pix_key_type,
+    brcode,
+    payerName: charge.payer_name,
+    payerDocument: charge.payer_document,
+    createdAt: now,
+    expiresAt: charge.expires_at,
+  });
+  return charge;
 }
 
 /**
