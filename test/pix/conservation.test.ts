@@ -264,7 +264,7 @@ describe.each(BACKENDS)('money conservation on %s', (backend) => {
               const to = 1 - c.acct;
               const res = await accounts[c.acct]!.client.post('/tef/transfers', { amount: c.cents, pix_key: pixKeys[to] });
               if (c.cents * 100 > expected[c.acct]!) {
-                expect(res.status).toBe(422);
+                expect(res.status).toBe(400);
                 expect(res.body.code).toBe('insufficient_balance');
                 expect(await eventNames(s.ctx.db, res.body.transaction_id)).toEqual(['tef.transfer.failed']);
                 break;
@@ -340,7 +340,7 @@ describe.each(BACKENDS)('money conservation on %s', (backend) => {
     const results = await Promise.all(
       Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? a.client.post('/tef/transfers', { amount: 700, pix_key: keyB }) : b.client.post('/tef/transfers', { amount: 900, pix_key: keyA }))),
     );
-    expect(results.every((r) => r.status === 200 || (r.status === 422 && r.body.code === 'insufficient_balance'))).toBe(true);
+    expect(results.every((r) => r.status === 200 || (r.status === 400 && r.body.code === 'insufficient_balance'))).toBe(true);
     const sent = (i: number) => results.filter((r, j) => j % 2 === i && r.status === 200).length;
     const moved = sent(0) * 70_000 - sent(1) * 90_000;
     const [ba, bb] = [await balances(s.ctx.db, a.accountId), await balances(s.ctx.db, b.accountId)];
