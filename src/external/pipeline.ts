@@ -6,7 +6,7 @@ import { NonceStoreUnavailableError, type combinedNonceAndRate, type NonceStore 
 import type { Permission } from '../auth/permissions.js';
 import type { AppContext } from '../context.js';
 import { resolveClientIp } from '../http/clientIp.js';
-import { badRequest, HMAC_DETAIL, permissionError, pipelineError, SHAPE1, workedFalse, type HttpError } from '../http/errors.js';
+import { badRequest, credentialsRefused, HMAC_DETAIL, permissionError, pipelineError, SHAPE1, workedFalse, type HttpError } from '../http/errors.js';
 import { CanonicalJsonError, JsonContentError, parseCanonical } from '../lib/canonicalJson.js';
 import { camelCaseErrorBody, camelToSnake, convertKeys, snakeToCamel } from '../lib/keyCase.js';
 import type { FixedWindowCounter, WindowHit } from '../ratelimit/fixedWindow.js';
@@ -168,7 +168,7 @@ function permissionRefusal(key: Authenticated['key'], permission: Permission | n
 export async function recheckCredentials(req: FastifyRequest, ctx: AppContext): Promise<HttpError | undefined> {
   const started = auth(req).key;
   const result = await authenticate((clientId) => ctx.credentials.apiKey(ctx.db, clientId), ctx.clock, header(req, 'authorization'));
-  if (!('key' in result)) return result;
+  if (!('key' in result)) return credentialsRefused(result.refused);
   const key = result.key;
   if (key.client_id !== started.client_id || key.merchant_id !== started.merchant_id || key.account_id !== started.account_id || key.operating_account_id !== started.operating_account_id) {
     return pipelineError(403, SHAPE1.accountInactive);
@@ -213,7 +213,7 @@ export const STAGES: readonly Stage[] = [
     applies: () => true,
     async run(req, _reply, { ctx }) {
       const result = await authenticate((clientId) => ctx.credentials.apiKey(ctx.db, clientId), ctx.clock, header(req, 'authorization'));
-      if (!('key' in result)) throw result;
+      if (!('key' in result)) throw credentialsRefused(result.refused);
       req.ext.auth = result;
     },
   },

@@ -8,6 +8,7 @@ import { EVENT_CATALOG } from '../events/catalog.js';
 import { idempotencyScopePath } from '../external/pipeline.js';
 import { resolveClientIp } from '../http/clientIp.js';
 import { HttpError } from '../http/errors.js';
+import { portalRefusal } from './refusal.js';
 import { parseOrThrow } from '../http/validation.js';
 import { readBalances } from '../ledger/ledger.js';
 import { isoZ } from '../lib/clock.js';
@@ -20,7 +21,8 @@ import { decidePayout, openInfraction, receiveInbound, resolveInfraction, return
 import { payBrCode } from '../sandbox/payerBank.js';
 import { inbound, pay, report, resolve, returnBody } from '../sandbox/sandbox.api.js';
 import { parseTef, transfer, type TefResponse } from '../tef/tef.js';
-import { lookup, parseListParams, statement, transactionReceipt } from '../transactions/statement.js';
+import { parseListParams } from '../transactions/routes.js';
+import { lookup, statement, transactionReceipt } from '../transactions/statement.js';
 import { listView } from '../webhooks/registration.js';
 import * as webhookRepo from '../webhooks/repository.js';
 import { createWebhook, deleteWebhook, resendDelivery, sendTestEvent } from '../webhooks/service.js';
@@ -94,8 +96,9 @@ export function sameOrigin(origin: string | undefined, host: string | undefined)
 }
 
 /** What an error answer of a domain function says, for a person. */
-export function errorText(err: unknown): string {
-  if (!(err instanceof HttpError)) return 'Something went wrong; nothing was changed. Try again.';
+export function errorText(error: unknown): string {
+  const err = portalRefusal(error);
+  if (!err) return 'Something went wrong; nothing was changed. Try again.';
   const b = err.body as Record<string, unknown> | string;
   if (typeof b === 'string') return b;
   if (typeof b.detail === 'string') return b.detail;
@@ -225,7 +228,7 @@ ${links.length ? html`<nav aria-label="Portal">${links.map((n) => html`<a href="
         const recorded = recordedOutcome(claim);
         if (recorded) {
           outcome = recorded; // the operation committed with this outcome
-        } else if (err instanceof HttpError && err.statusCode < 500) {
+        } else if ((portalRefusal(err)?.statusCode ?? 500) < 500) {
           outcome = refusal(err); // a refusal is the form's outcome: a repeat gets it too
           await completeForm(ctx.idempotency, claim, outcome);
         } else {
@@ -443,7 +446,7 @@ ${rows.map(
       try {
         record = await lookup(ctx, s.accountId, 'any_id', req.params.id);
       } catch (err) {
-        return page(reply, layout(req, 'Transaction', html`<div class="flash error" role="alert">${errorText(err)}</div>`), err instanceof HttpError ? err.statusCode : 500);
+        return page(reply, layout(req, 'Transaction', html`<div class="flash error" role="alert">${errorText(err)}</div>`), portalRefusal(err)?.statusCode ?? 500);
       }
       let receipt: Html;
       try {
@@ -707,7 +710,7 @@ ${list.data.map(
       try {
         i = await getInfraction(ctx, s.accountId, req.params.id);
       } catch (err) {
-        return page(reply, layout(req, 'MED case', html`<div class="flash error" role="alert">${errorText(err)}</div>`, '/portal/med'), err instanceof HttpError ? err.statusCode : 500);
+        return page(reply, layout(req, 'MED case', html`<div class="flash error" role="alert">${errorText(err)}</div>`, '/portal/med'), portalRefusal(err)?.statusCode ?? 500);
       }
       const open = i.status === 'OPEN' && i.defense_deadline !== null && new Date(i.defense_deadline).getTime() > ctx.clock.now().getTime();
       const body = html`<div class="card"><table><tbody>
