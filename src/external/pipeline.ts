@@ -3,7 +3,7 @@ import { authenticate } from '../auth/credentials.js';
 import type { Permission } from '../auth/permissions.js';
 import type { AppContext } from '../context.js';
 import { resolveClientIp } from '../http/clientIp.js';
-import { pipelineError, SHAPE1, type HttpError } from '../http/errors.js';
+import { credentialsRefused, pipelineError, SHAPE1, type HttpError } from '../http/errors.js';
 import { camelCaseErrorBody, convertKeys, snakeToCamel } from '../lib/keyCase.js';
 import type { IdempotencyBinding, IdempotencyClaim } from './idempotency.js';
 import { logSignatureRefusal } from './signatureDebug.js';
@@ -77,7 +77,7 @@ export interface Principal {
 export async function recheckCredentials(req: FastifyRequest, ctx: AppContext): Promise<HttpError | undefined> {
   const started = auth(req).key;
   const result = await authenticate((clientId) => ctx.credentials.apiKey(ctx.db, clientId), ctx.clock, header(req, 'authorization'));
-  if (!('key' in result)) return result;
+  if (!('key' in result)) return credentialsRefused(result.refused);
   const key = result.key;
   if (key.client_id !== started.client_id || key.merchant_id !== started.merchant_id || key.account_id !== started.account_id || key.operating_account_id !== started.operating_account_id) {
     return pipelineError(403, SHAPE1.accountInactive);

@@ -5,6 +5,7 @@ import type { Sql } from '../db/db.js';
 import { idempotencyScopePath } from '../external/stages/request.js';
 import { resolveClientIp } from '../http/clientIp.js';
 import { HttpError } from '../http/errors.js';
+import { portalRefusal } from './refusal.js';
 import { one, type Form } from './formBody.js';
 import { claimForm, completeForm, FORM_FIELD, isFormId, newFormId, recordedOutcome, recordOutcome, type FormOutcome } from './forms.js';
 import { html, Html } from './html.js';
@@ -59,8 +60,9 @@ export function badge(status: string | null | undefined): Html {
 }
 
 /** What an error answer of a domain function says, for a person. */
-export function errorText(err: unknown): string {
-  if (!(err instanceof HttpError)) return 'Something went wrong; nothing was changed. Try again.';
+export function errorText(error: unknown): string {
+  const err = portalRefusal(error);
+  if (!err) return 'Something went wrong; nothing was changed. Try again.';
   const b = err.body as Record<string, unknown> | string;
   if (typeof b === 'string') return b;
   if (typeof b.detail === 'string') return b.detail;
@@ -193,7 +195,7 @@ async function runAction(portal: Portal, req: FastifyRequest, reply: FastifyRepl
       const recorded = recordedOutcome(claim);
       if (recorded) {
         outcome = recorded; // the operation committed with this outcome
-      } else if (err instanceof HttpError && err.statusCode < 500) {
+      } else if ((portalRefusal(err)?.statusCode ?? 500) < 500) {
         outcome = refusal(err); // a refusal is the form's outcome: a repeat gets it too
         await completeForm(ctx.idempotency, claim, outcome);
       } else {

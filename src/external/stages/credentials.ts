@@ -1,4 +1,5 @@
 import { authenticate } from '../../auth/credentials.js';
+import { credentialsRefused } from '../../http/errors.js';
 import { header } from './request.js';
 import type { Stage } from './stage.js';
 
@@ -10,7 +11,7 @@ export const credentialsStage: Stage = {
   applies: () => true,
   async run(req, _reply, { ctx }) {
     const result = await authenticate((clientId) => ctx.credentials.apiKey(ctx.db, clientId), ctx.clock, header(req, 'authorization'));
-    if (!('key' in result)) throw result;
+    if (!('key' in result)) throw credentialsRefused(result.refused);
     req.ext.auth = result;
   },
 };

@@ -1,5 +1,5 @@
+import { portalRefusal } from '../refusal.js';
 import type { FastifyInstance } from 'fastify';
-import { HttpError } from '../../http/errors.js';
 import { getInfraction, listInfractions, submitDefense } from '../../med/merchant.js';
 import { parseDefense } from '../../med/routes.js';
 import { one, opt, type Form } from '../formBody.js';
@@ -30,7 +30,7 @@ ${list.data.map(
     try {
       i = await getInfraction(ctx, s.accountId, req.params.id);
     } catch (err) {
-      return page(reply, layout(req, 'MED case', html`<div class="flash error" role="alert">${errorText(err)}</div>`, '/portal/med'), err instanceof HttpError ? err.statusCode : 500);
+      return page(reply, layout(req, 'MED case', html`<div class="flash error" role="alert">${errorText(err)}</div>`, '/portal/med'), portalRefusal(err)?.statusCode ?? 500);
     }
     const open = i.status === 'OPEN' && i.defense_deadline !== null && new Date(i.defense_deadline).getTime() > ctx.clock.now().getTime();
     const body = html`<div class="card"><table><tbody>

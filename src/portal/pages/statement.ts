@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { parseListParams, statement } from '../../transactions/statement.js';
+import { parseListParams } from '../../transactions/routes.js';
+import { statement } from '../../transactions/statement.js';
 import { brl, html, when } from '../html.js';
 import { badge, errorText, type Portal } from '../kit.js';
 import { can } from '../session.js';

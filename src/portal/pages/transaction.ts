@@ -1,5 +1,5 @@
+import { portalRefusal } from '../refusal.js';
 import type { FastifyInstance } from 'fastify';
-import { HttpError } from '../../http/errors.js';
 import { isoZ } from '../../lib/clock.js';
 import { lookup, transactionReceipt } from '../../transactions/statement.js';
 import { brl, html, when, type Html } from '../html.js';
@@ -17,7 +17,7 @@ export function transactionPage(app: FastifyInstance, portal: Portal) {
     try {
       record = await lookup(ctx, s.accountId, 'any_id', req.params.id);
     } catch (err) {
-      return page(reply, layout(req, 'Transaction', html`<div class="flash error" role="alert">${errorText(err)}</div>`), err instanceof HttpError ? err.statusCode : 500);
+      return page(reply, layout(req, 'Transaction', html`<div class="flash error" role="alert">${errorText(err)}</div>`), portalRefusal(err)?.statusCode ?? 500);
     }
     let receipt: Html;
     try {
