@@ -75,8 +75,8 @@ export async function audit(input: AuditInput): Promise<{ anomalies: Anomaly[]; 
   }
 
   // 3. Each acknowledged operation exists exactly once; no operation made two records.
-  const rows = await q<{ id?: string; original_id?: string | null; transaction_id: string; kind: string; account_id: string; amount: string; fee_amount: string; external_id: string | null; description: string; end_to_end_id: string | null; status: number; payment_status: string | null; stage: number; metadata: any }>(
-    `SELECT id::text, original_id::text, transaction_id, kind, account_id::text, amount::text, fee_amount::text, external_id, description, end_to_end_id, status, payment_status, stage, metadata
+  const rows = await q<{ id?: string; original_id?: string | null; transaction_id: string; kind: string; account_id: string; amount: string; fee_amount: string; external_id: string | null; description: string; end_to_end_id: string | null; status: number; payment_status: string | null; stage: number; resumable?: boolean; metadata: any }>(
+    `SELECT id::text, original_id::text, transaction_id, kind, account_id::text, amount::text, fee_amount::text, external_id, description, end_to_end_id, status, payment_status, stage, resumable, metadata
        FROM transactions`,
   );
   const byTid = new Map(rows.map((r) => [r.transaction_id, r]));
@@ -199,7 +199,7 @@ export async function audit(input: AuditInput): Promise<{ anomalies: Anomaly[]; 
         expect(s, 'pix.payout.confirmed', 0, why);
       } else if (st === 'failed') {
         // A provider timeout answered to the client (resumable) writes no event; the recovery worker's does.
-        expect(s, 'pix.payout.failed', r.metadata?.resumable === true ? 0 : 1, `${why}, resumable ${r.metadata?.resumable}`);
+        expect(s, 'pix.payout.failed', r.resumable === true ? 0 : 1, `${why}, resumable ${r.resumable}`);
         expect(s, 'pix.payout.confirmed', 0, why);
       }
       expect(s, 'pix.payout.queued', [0, 1], why);
@@ -349,6 +349,7 @@ interface TxRow {
   status: number;
   payment_status: string | null;
   stage: number;
+  resumable?: boolean;
   metadata: any;
 }
 

@@ -100,6 +100,8 @@ describe.skipIf(!url)('plans of the cash-out statements on postgres', () => {
       recipient_document: '52998224725',
       recipient_ispb: '18236120',
       request_fingerprint: 'f'.repeat(64),
+      payer_name: 'Loja',
+      payer_document: '11444777000161',
       metadata: {},
       created_at: now,
       claim: null,
