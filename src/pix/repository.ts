@@ -16,6 +16,8 @@ export {
   oldestUnsent,
   refundTotals,
   updateState,
+  windowColumns,
+  windowsOf,
   type OwnedTransaction,
   type StateChange,
 } from '../transactions/records.js';

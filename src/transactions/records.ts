@@ -11,14 +11,14 @@ export { TX_STATUS, type TransactionRow };
  */
 
 export type NewTransaction = Pick<TransactionRow, 'transaction_id' | 'account_id' | 'kind' | 'type' | 'direction' | 'status' | 'amount'> &
-  Partial<Omit<TransactionRow, 'id' | 'created_at' | 'updated_at' | 'returned_amount'>> & { created_at?: Date };
+  Partial<Omit<TransactionRow, 'id' | 'created_at' | 'updated_at' | 'returned_amount' | 'resumable' | 'held_at' | 'limit_day_start' | 'limit_night_start'>> & { created_at?: Date };
 
 const COLUMNS = [
   'transaction_id', 'account_id', 'kind', 'type', 'direction', 'status', 'payment_status', 'stage',
   'end_to_end_id', 'external_id', 'tag', 'amount', 'fee_amount', 'description', 'counterparty_name',
   'recipient_key', 'recipient_key_type', 'recipient_document', 'recipient_ispb', 'payer_document',
   'payer_ispb', 'payer_bank_name', 'original_id', 'request_fingerprint', 'metadata', 'created_at',
-  'completed_at',
+  'completed_at', 'payer_name', 'reason_code', 'reason', 'return_code', 'infraction_id',
 ] as const;
 
 export async function insertTransaction(tx: Sql, record: NewTransaction): Promise<TransactionRow> {
@@ -85,11 +85,41 @@ export interface StateChange {
   completed_at?: Date;
   /** What the receiver returned of a cash-out so far (base units). */
   returned_amount?: number;
+  /** Typed state (migration 0850): left as it is when undefined; `reason_code` null clears the reason. */
+  resumable?: boolean;
+  held_at?: Date;
+  reason_code?: string | null;
+  reason?: string | null;
+  /** The limit windows a cash-out's new reservation counted in (replacing the earlier ones). */
+  limit_windows?: readonly LimitWindow[];
   /** Merged into the record's metadata (top-level keys replaced). */
   metadata?: Record<string, unknown>;
 }
 
+/** A cash-out limit window as a record counts in it (src/pix/store/limitWindows.ts `UsageWindow`). */
+export interface LimitWindow {
+  kind: 'day' | 'night';
+  start: Date;
+}
+
+/** The limit windows of a cash-out as its columns hold them (day, night). */
+export function windowColumns(windows: readonly LimitWindow[]): { limit_day_start: Date | null; limit_night_start: Date | null } {
+  return {
+    limit_day_start: windows.find((w) => w.kind === 'day')?.start ?? null,
+    limit_night_start: windows.find((w) => w.kind === 'night')?.start ?? null,
+  };
+}
+
+/** The limit windows a cash-out's reservation counted in, from its columns. */
+export function windowsOf(row: Pick<OwnedTransaction, 'limit_day_start' | 'limit_night_start'>): LimitWindow[] {
+  const windows: LimitWindow[] = [];
+  if (row.limit_day_start) windows.push({ kind: 'day', start: row.limit_day_start });
+  if (row.limit_night_start) windows.push({ kind: 'night', start: row.limit_night_start });
+  return windows;
+}
+
 export async function updateState(tx: Sql, id: string, change: StateChange, now: Date): Promise<OwnedTransaction> {
+  const windows = change.limit_windows ? windowColumns(change.limit_windows) : null;
   const [row] = await tx.query<OwnedTransaction>(
     `WITH t AS (
        UPDATE transactions SET
@@ -99,7 +129,13 @@ export async function updateState(tx: Sql, id: string, change: StateChange, now:
          completed_at = COALESCE($5, completed_at),
          metadata = metadata || $6::jsonb,
          updated_at = $7,
-         returned_amount = COALESCE($8, returned_amount)
+         returned_amount = COALESCE($8, returned_amount),
+         resumable = COALESCE($9, resumable),
+         held_at = COALESCE($10, held_at),
+         reason_code = CASE WHEN $11 THEN $12 ELSE reason_code END,
+         reason = CASE WHEN $11 THEN $13 ELSE reason END,
+         limit_day_start = CASE WHEN $14 THEN $15 ELSE limit_day_start END,
+         limit_night_start = CASE WHEN $14 THEN $16 ELSE limit_night_start END
        WHERE id = $1 RETURNING *)
      SELECT t.*, a.merchant_id FROM t JOIN accounts a ON a.id = t.account_id`,
     [
@@ -111,6 +147,14 @@ export async function updateState(tx: Sql, id: string, change: StateChange, now:
       JSON.stringify(change.metadata ?? {}),
       now,
       change.returned_amount ?? null,
+      change.resumable ?? null,
+      change.held_at ?? null,
+      change.reason_code !== undefined,
+      change.reason_code ?? null,
+      change.reason ?? null,
+      windows !== null,
+      windows?.limit_day_start ?? null,
+      windows?.limit_night_start ?? null,
     ],
   );
   return row!;

@@ -33,6 +33,23 @@ export interface TransactionRow {
   request_fingerprint: string | null;
   /** What the receiver returned of a cash-out (base units; 0 for any other record). */
   returned_amount: number;
+  /** The limit windows a cash-out's reservation counted in (null: not counted in that window). */
+  limit_day_start: Date | null;
+  limit_night_start: Date | null;
+  /** The payer of a cash-out's payment order (with payer_document). */
+  payer_name: string | null;
+  /** A cash-out failed on a rail timeout that a repeat may reserve and send again. */
+  resumable: boolean;
+  /** When the rail held a cash-out for analysis. */
+  held_at: Date | null;
+  /** Why the record was rejected or failed (the rail's code and reason, or this institution's). */
+  reason_code: string | null;
+  reason: string | null;
+  /** The return code of a refund, MED refund or payout return. */
+  return_code: string | null;
+  /** The infraction of a MED refund. */
+  infraction_id: string | null;
+  /** What pixgate does not decide on: what the merchant or the payer supplied, and display copies. */
   metadata: Record<string, unknown>;
   created_at: Date;
   updated_at: Date;

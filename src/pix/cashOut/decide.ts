@@ -141,13 +141,9 @@ function newRecord(
     recipient_document: destination.document,
     recipient_ispb: destination.ispb,
     request_fingerprint: cmd.fingerprint,
-    metadata: {
-      recipient_bank_name: destination.bankName,
-      txid: cmd.txid,
-      emv: cmd.emv,
-      payer: { name: state.holder_name, document: state.holder_document },
-      limit_windows: windows,
-    },
+    payer_name: state.holder_name,
+    payer_document: state.holder_document,
+    metadata: { recipient_bank_name: destination.bankName, txid: cmd.txid, emv: cmd.emv },
     created_at: now,
     claim: item.key.claim ?? null,
   };

@@ -44,9 +44,5 @@ export function reserve(tx: Sql, accountId: number, transactionId: string, total
 /** pending -> available: the reservation given back (rejection, failure), and the limit windows. */
 export async function releaseReservation(tx: Sql, row: OwnedTransaction, kind: string, now: Date): Promise<void> {
   await movePending(tx, 'release', { kind, reference: row.transaction_id, accountId: row.account_id, amount: addMoney(row.amount, row.fee_amount), now });
-  const windows = ((row.metadata.limit_windows as { kind: 'day' | 'night'; start: string }[] | undefined) ?? []).map((w) => ({
-    kind: w.kind,
-    start: new Date(w.start),
-  }));
-  await repo.addUsage(tx, row.account_id, windows, -row.amount);
+  await repo.addUsage(tx, row.account_id, repo.windowsOf(row), -row.amount);
 }

@@ -28,11 +28,11 @@ export async function repeat(ctx: CashOutDeps, existing: OwnedTransaction, cmd: 
  */
 export async function resume(ctx: CashOutDeps, existing: OwnedTransaction, key: CashOutKey): Promise<CashOutAnswer> {
   if (existing.stage === 1) return submit(ctx, existing, key);
-  if (existing.metadata.resumable === true) {
+  if (existing.resumable) {
     const resumed = await ctx.db.transaction(async (tx) => {
       const balances = await lockAccount(tx, existing.account_id);
       const row = await repo.lockTransaction(tx, existing.id);
-      if (row.metadata.resumable !== true) return row;
+      if (!row.resumable) return row;
       const account = (await merchants.findAccount(tx, row.account_id))!;
       const now = ctx.clock.now();
       const windows = await reserveWithinLimits(tx, account, balances.safe, row.amount, row.fee_amount, now);
@@ -40,7 +40,7 @@ export async function resume(ctx: CashOutDeps, existing: OwnedTransaction, key: 
       return repo.updateState(
         tx,
         row.id,
-        { status: TX_STATUS.pending, payment_status: 'processing', stage: 1, metadata: { resumable: false, failure_code: null, limit_windows: windows } },
+        { status: TX_STATUS.pending, payment_status: 'processing', stage: 1, resumable: false, reason_code: null, limit_windows: windows },
         now,
       );
     });

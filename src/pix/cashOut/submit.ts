@@ -16,12 +16,12 @@ import { releaseReservation } from './reservation.js';
 /** Steps 2 and 3: the rail's order and the record of its acknowledgement. */
 
 export function paymentOrder(row: OwnedTransaction, institutionIspb: string): PaymentOrder {
-  const meta = row.metadata as { payer: { name: string; document: string }; txid?: string | null };
+  const meta = row.metadata as { txid?: string | null };
   return {
     endToEndId: row.end_to_end_id!,
     transactionId: row.transaction_id,
     amount: row.amount,
-    payer: { name: meta.payer.name, document: meta.payer.document, ispb: institutionIspb, accountId: row.account_id },
+    payer: { name: row.payer_name!, document: row.payer_document!, ispb: institutionIspb, accountId: row.account_id },
     receiverKey: row.recipient_key!,
     description: row.description || null,
     txid: meta.txid ?? null,
@@ -126,7 +126,8 @@ export async function applyPaymentAck(
         status: TX_STATUS.failed,
         payment_status: 'failed',
         stage: 3,
-        metadata: { failure_code: 'provider_timeout', resumable: !options.emitTimeoutFailure },
+        reason_code: 'provider_timeout',
+        resumable: !options.emitTimeoutFailure,
       },
       now,
     );
