@@ -62,7 +62,7 @@ export async function claimDeliveries(
         SET attempts = d.attempts + 1, claim_token = $4,
             next_attempt_at = now() + $5 * interval '1 millisecond', updated_at = now()
        FROM locked l, webhooks w, outbox_events o
-      WHERE d.id = l.id AND w.id = d.webhook_id AND o.id = d.outbox_id
+      WHERE d.id = l.id AND w.id = d.webhook_id AND o.id = d.outbox_id AND o.created_at = d.event_created_at
       RETURNING d.id, d.webhook_id, d.event, d.attempts, d.retry_step, d.claim_token,
                 w.url, w.secret, o.payload, o.created_at AS event_created_at`,
     [options.limit, options.perWebhook, full, options.claimToken, options.leaseMs, partial.map((p) => p[0]), partial.map((p) => p[1])],
@@ -149,9 +149,11 @@ export async function recordAttempts(sql: Sql, batch: ReadonlyArray<{ attempt: A
                             $9::int[], $10::text[], $11::int[], $12::text[])
                 AS u(id, token, status, step_inc, delay_ms, started_at, status_code, error, attempt, worker, duration_ms, response_body)
      ), logged AS (
-       INSERT INTO webhook_attempts (delivery_id, attempt, worker, started_at, duration_ms, status_code, error, response_body)
-       SELECT id, attempt, worker, started_at, duration_ms, status_code, error, response_body FROM u
-       ON CONFLICT (delivery_id, attempt) DO NOTHING
+       INSERT INTO webhook_attempts (delivery_id, attempt, worker, started_at, duration_ms, status_code, error, response_body, event_created_at)
+       SELECT u.id, u.attempt, u.worker, u.started_at, u.duration_ms, u.status_code, u.error, u.response_body, d.event_created_at
+         FROM u JOIN webhook_deliveries d ON d.id = u.id
+        WHERE d.id = ANY($1::uuid[])
+       ON CONFLICT (delivery_id, attempt, event_created_at) DO NOTHING
      ), done AS (
        UPDATE webhook_deliveries d
           SET status = u.status,
@@ -242,7 +244,7 @@ export async function listDeliveries(
 ): Promise<DeliveryRow[]> {
   return sql.query<DeliveryRow>(
     `SELECT ${DELIVERY_COLUMNS}
-       FROM webhook_deliveries d JOIN outbox_events o ON o.id = d.outbox_id
+       FROM webhook_deliveries d JOIN outbox_events o ON o.id = d.outbox_id AND o.created_at = d.event_created_at
       WHERE d.webhook_id = $1 AND ($2::text IS NULL OR d.status = $2) AND ($3::bigint IS NULL OR d.outbox_id < $3)
       ORDER BY d.outbox_id DESC
       LIMIT $4`,
@@ -253,7 +255,7 @@ export async function listDeliveries(
 export async function findDelivery(sql: Sql, webhookId: string, deliveryId: string): Promise<DeliveryRow | undefined> {
   const [row] = await sql.query<DeliveryRow>(
     `SELECT ${DELIVERY_COLUMNS}
-       FROM webhook_deliveries d JOIN outbox_events o ON o.id = d.outbox_id
+       FROM webhook_deliveries d JOIN outbox_events o ON o.id = d.outbox_id AND o.created_at = d.event_created_at
       WHERE d.webhook_id = $1 AND d.id = $2`,
     [webhookId, deliveryId],
   );

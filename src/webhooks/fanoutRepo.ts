@@ -29,13 +29,13 @@ const DISPATCH_OUTBOX = `${PLAN_EACH_RUN}WITH claimed AS (
         WHERE id = ANY (ARRAY(SELECT id FROM outbox_pending ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED))
        RETURNING id),
      events AS MATERIALIZED (
-       SELECT e.id, e.event, e.subject, e.merchant_id, e.account_id FROM outbox_events e
+       SELECT e.id, e.event, e.subject, e.merchant_id, e.account_id, e.created_at FROM outbox_events e
         WHERE e.id = ANY (ARRAY(SELECT id FROM claimed))),
      inserted AS (
-       INSERT INTO webhook_deliveries (webhook_id, outbox_id, event, subject, ready)
-       SELECT m.webhook_id, m.outbox_id, m.event, m.subject,
+       INSERT INTO webhook_deliveries (webhook_id, outbox_id, event, subject, event_created_at, ready)
+       SELECT m.webhook_id, m.outbox_id, m.event, m.subject, m.created_at,
               m.rn = 1 AND ${SUBJECT_HEAD('m', 'ARRAY(SELECT id FROM claimed)')}
-         FROM (SELECT w.id AS webhook_id, e.id AS outbox_id, e.event, e.subject,
+         FROM (SELECT w.id AS webhook_id, e.id AS outbox_id, e.event, e.subject, e.created_at,
                       row_number() OVER (PARTITION BY w.id, e.subject ORDER BY e.id) AS rn
                  FROM events e
                  JOIN webhooks w ON w.merchant_id = e.merchant_id
@@ -45,7 +45,7 @@ const DISPATCH_OUTBOX = `${PLAN_EACH_RUN}WITH claimed AS (
                    OR EXISTS (SELECT 1 FROM unnest($2::text[], $3::text[]) AS a(alias, target)
                                WHERE a.target = e.event AND a.alias = ANY(w.events))) m
         ORDER BY m.outbox_id
-       ON CONFLICT (webhook_id, outbox_id) DO NOTHING
+       ON CONFLICT (webhook_id, outbox_id, event_created_at) DO NOTHING
        RETURNING ready),
      counts AS MATERIALIZED (
        SELECT (SELECT array_agg(event ORDER BY id) FROM events) AS names,
@@ -73,8 +73,8 @@ export async function dispatchOutbox(sql: Sql, limit: number, aliases: ReadonlyA
 export async function insertDirectDelivery(tx: Sql, webhookId: string, outboxEventId: string): Promise<string> {
   const [row] = await tx.query<{ id: string }>(
     `WITH d AS (
-       INSERT INTO webhook_deliveries (webhook_id, outbox_id, event, subject)
-       SELECT $1, o.id, o.event, o.subject FROM outbox_events o WHERE o.event_id = $2
+       INSERT INTO webhook_deliveries (webhook_id, outbox_id, event, subject, event_created_at)
+       SELECT $1, o.id, o.event, o.subject, o.created_at FROM outbox_events o WHERE o.event_id = $2
        RETURNING id, outbox_id),
      taken AS (DELETE FROM outbox_pending p USING d WHERE p.id = d.outbox_id)
      SELECT id FROM d`,
