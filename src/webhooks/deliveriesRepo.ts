@@ -35,7 +35,7 @@ export async function claimDeliveries(
   const partial = [...options.room].filter(([, n]) => n > 0);
   return sql.query<DeliveryJob>(
     `${PLAN_EACH_RUN}WITH candidates AS (
-       SELECT d.id, d.webhook_id, d.next_attempt_at
+       SELECT d.id, d.webhook_id, d.next_attempt_at, d.event_created_at
          FROM webhook_deliveries d
         WHERE d.status = 'pending' AND d.ready AND d.next_attempt_at <= now()
           AND NOT (d.webhook_id = ANY($3::uuid[]))
@@ -43,15 +43,17 @@ export async function claimDeliveries(
         ORDER BY d.next_attempt_at
         LIMIT $1 * 4
      ), ranked AS (
-       SELECT c.id, c.next_attempt_at, COALESCE(k.room, $2) AS room,
+       SELECT c.id, c.next_attempt_at, c.event_created_at, COALESCE(k.room, $2) AS room,
               row_number() OVER (PARTITION BY c.webhook_id ORDER BY c.next_attempt_at) AS rn
          FROM candidates c LEFT JOIN unnest($6::uuid[], $7::int[]) AS k(webhook_id, room) ON k.webhook_id = c.webhook_id
      ), locked AS (
        -- The candidates by primary key, and the subject checks one index probe each (scalar
        -- subqueries, never anti-joins): planned as joins, with statistics taken while the queue
        -- was nearly empty, they scanned every pending delivery for each candidate.
-       SELECT d.id FROM webhook_deliveries d
+       -- The partition key too (the event's day), so only the partitions of those days are read.
+       SELECT d.id, d.event_created_at FROM webhook_deliveries d
         WHERE d.id = ANY (ARRAY(SELECT r.id FROM ranked r WHERE r.rn <= r.room))
+          AND d.event_created_at = ANY (ARRAY(SELECT r.event_created_at FROM ranked r WHERE r.rn <= r.room))
           AND d.status = 'pending' AND d.next_attempt_at <= now()
           AND ${SUBJECT_HEAD('d')}
         ORDER BY d.next_attempt_at
@@ -62,7 +64,7 @@ export async function claimDeliveries(
         SET attempts = d.attempts + 1, claim_token = $4,
             next_attempt_at = now() + $5 * interval '1 millisecond', updated_at = now()
        FROM locked l, webhooks w, outbox_events o
-      WHERE d.id = l.id AND w.id = d.webhook_id AND o.id = d.outbox_id AND o.created_at = d.event_created_at
+      WHERE d.id = l.id AND d.event_created_at = l.event_created_at AND w.id = d.webhook_id AND o.id = d.outbox_id AND o.created_at = d.event_created_at
       RETURNING d.id, d.webhook_id, d.event, d.attempts, d.retry_step, d.claim_token,
                 w.url, w.secret, o.payload, o.created_at AS event_created_at`,
     [options.limit, options.perWebhook, full, options.claimToken, options.leaseMs, partial.map((p) => p[0]), partial.map((p) => p[1])],
@@ -113,6 +115,8 @@ export interface AttemptRecord {
   statusCode: number | null;
   error: string | null;
   responseBody: string | null;
+  /** The delivery's event_created_at (DeliveryJob): its partition key. */
+  eventCreatedAt: Date;
 }
 
 /**
@@ -146,13 +150,12 @@ export async function recordAttempts(sql: Sql, batch: ReadonlyArray<{ attempt: A
   const rows = await sql.query<{ id: string }>(
     `${PLAN_EACH_RUN}WITH u AS (
        SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[], $5::int[], $6::timestamptz[], $7::int[], $8::text[],
-                            $9::int[], $10::text[], $11::int[], $12::text[])
-                AS u(id, token, status, step_inc, delay_ms, started_at, status_code, error, attempt, worker, duration_ms, response_body)
+                            $9::int[], $10::text[], $11::int[], $12::text[], $13::timestamptz[])
+                AS u(id, token, status, step_inc, delay_ms, started_at, status_code, error, attempt, worker, duration_ms, response_body,
+                     event_created_at)
      ), logged AS (
        INSERT INTO webhook_attempts (delivery_id, attempt, worker, started_at, duration_ms, status_code, error, response_body, event_created_at)
-       SELECT u.id, u.attempt, u.worker, u.started_at, u.duration_ms, u.status_code, u.error, u.response_body, d.event_created_at
-         FROM u JOIN webhook_deliveries d ON d.id = u.id
-        WHERE d.id = ANY($1::uuid[])
+       SELECT id, attempt, worker, started_at, duration_ms, status_code, error, response_body, event_created_at FROM u
        ON CONFLICT (delivery_id, attempt, event_created_at) DO NOTHING
      ), done AS (
        UPDATE webhook_deliveries d
@@ -166,17 +169,19 @@ export async function recordAttempts(sql: Sql, batch: ReadonlyArray<{ attempt: A
          FROM u
         -- d.id = ANY($1) too: the deliveries found by primary key, not by a scan of every
         -- pending one (the plan made while the queue was analyzed nearly empty).
-        WHERE d.id = ANY($1::uuid[]) AND d.id = u.id AND d.claim_token = u.token AND d.status = 'pending'
+        -- The partition keys too: only the partitions of those events' days are read.
+        WHERE d.id = ANY($1::uuid[]) AND d.event_created_at = ANY($13::timestamptz[])
+          AND d.id = u.id AND d.event_created_at = u.event_created_at AND d.claim_token = u.token AND d.status = 'pending'
         RETURNING d.id, u.status, d.webhook_id, d.subject, d.outbox_id
      ), promoted AS (
        UPDATE webhook_deliveries n SET ready = true, updated_at = now()
-         FROM (SELECT DISTINCT ON (f.webhook_id, f.subject) f.id, f.ready
+         FROM (SELECT DISTINCT ON (f.webhook_id, f.subject) f.id, f.event_created_at, f.ready
                  FROM done x
                  JOIN webhook_deliveries f ON f.webhook_id = x.webhook_id AND f.subject = x.subject
                                           AND f.status = 'pending' AND f.outbox_id > x.outbox_id
                 WHERE x.status <> 'pending'
                 ORDER BY f.webhook_id, f.subject, f.outbox_id) h
-        WHERE n.id = h.id AND NOT h.ready
+        WHERE n.id = h.id AND n.event_created_at = h.event_created_at AND NOT h.ready
      )
      SELECT id FROM done`,
     [
@@ -192,6 +197,7 @@ export async function recordAttempts(sql: Sql, batch: ReadonlyArray<{ attempt: A
       a.map((x) => x.worker),
       a.map((x) => x.durationMs),
       a.map((x) => x.responseBody),
+      a.map((x) => x.eventCreatedAt),
     ],
   );
   return new Set(rows.map((r) => r.id));
