@@ -17,6 +17,11 @@ export interface DeliveryJob {
   secret: string;
   payload: Record<string, unknown>;
   event_created_at: Date;
+  /**
+   * The delivery's partition key (its event's created_at) as PostgreSQL's text, exact to the
+   * microsecond (a Date keeps milliseconds): handed back with the attempt (AttemptRecord).
+   */
+  partition_key: string;
 }
 
 /**
@@ -66,7 +71,7 @@ export async function claimDeliveries(
        FROM locked l, webhooks w, outbox_events o
       WHERE d.id = l.id AND d.event_created_at = l.event_created_at AND w.id = d.webhook_id AND o.id = d.outbox_id AND o.created_at = d.event_created_at
       RETURNING d.id, d.webhook_id, d.event, d.attempts, d.retry_step, d.claim_token,
-                w.url, w.secret, o.payload, o.created_at AS event_created_at`,
+                w.url, w.secret, o.payload, o.created_at AS event_created_at, d.event_created_at::text AS partition_key`,
     [options.limit, options.perWebhook, full, options.claimToken, options.leaseMs, partial.map((p) => p[0]), partial.map((p) => p[1])],
   );
 }
@@ -115,8 +120,8 @@ export interface AttemptRecord {
   statusCode: number | null;
   error: string | null;
   responseBody: string | null;
-  /** The delivery's event_created_at (DeliveryJob): its partition key. */
-  eventCreatedAt: Date;
+  /** The delivery's partition key (DeliveryJob.partition_key). */
+  partitionKey: string;
 }
 
 /**
@@ -197,7 +202,7 @@ export async function recordAttempts(sql: Sql, batch: ReadonlyArray<{ attempt: A
       a.map((x) => x.worker),
       a.map((x) => x.durationMs),
       a.map((x) => x.responseBody),
-      a.map((x) => x.eventCreatedAt),
+      a.map((x) => x.partitionKey),
     ],
   );
   return new Set(rows.map((r) => r.id));

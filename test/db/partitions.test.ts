@@ -70,11 +70,11 @@ async function deliveredEvent(db: Database, merchantId: number, at: Date, outcom
   );
   await dispatchOutbox(db, 100, []);
   const token = randomUUID();
-  const [d] = await db.query<{ id: string; event_created_at: Date }>(
-    `UPDATE webhook_deliveries SET claim_token = $2, attempts = 1 WHERE outbox_id = $1 RETURNING id, event_created_at`,
+  const [d] = await db.query<{ id: string; key: string }>(
+    `UPDATE webhook_deliveries SET claim_token = $2, attempts = 1 WHERE outbox_id = $1 RETURNING id, event_created_at::text AS key`,
     [e!.id, token],
   );
-  const attempt = { deliveryId: d!.id, claimToken: token, attempt: 1, worker: 'w', startedAt: new Date(), durationMs: 1, statusCode: 200, error: null, responseBody: 'ok', eventCreatedAt: d!.event_created_at };
+  const attempt = { deliveryId: d!.id, claimToken: token, attempt: 1, worker: 'w', startedAt: new Date(), durationMs: 1, statusCode: 200, error: null, responseBody: 'ok', partitionKey: d!.key };
   const changed = await recordAttempts(db, [{ attempt, outcome: outcome === 'delivered' ? { kind: 'delivered' } : { kind: 'retry', delayMs: 60_000 } }]);
   expect(changed.has(d!.id)).toBe(true);
   return { outboxId: e!.id, deliveryId: d!.id };
