@@ -22,7 +22,9 @@ export interface DailyPartitioned {
 const DAY_MS = 86_400_000;
 // Any constant: every pixgate process changing partitions takes this advisory lock.
 export const PARTITION_LOCK = 7_245_800;
-const LOCK_TIMEOUT = '2s';
+// Below deadlock_timeout (1 s): a pass waiting on the application's locks gives up before any
+// transaction waiting behind it could be picked as a deadlock victim, and holds writers up at most this long.
+const LOCK_TIMEOUT = '500ms';
 
 /** Midnight UTC of the day of `t`. */
 export function dayStart(t: Date): Date {
@@ -38,6 +40,11 @@ export function partitionName(table: string, day: Date): string {
 export function partitionDay(table: string, name: string): Date | null {
   const m = new RegExp(`^${table}_p(\\d{4})(\\d{2})(\\d{2})$`).exec(name);
   return m ? new Date(`${m[1]}-${m[2]}-${m[3]}T00:00:00Z`) : null;
+}
+
+/** A change of partitions that gave up on a busy table (lock_timeout): the next pass tries again. */
+export function isLockTimeout(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === '55P03';
 }
 
 /** Takes the partition lock in the transaction `tx`, with a short lock_timeout for what follows. */

@@ -42,7 +42,7 @@ export async function dropOldEventPartitions(db: Database, cutoff: Date): Promis
       const [events, deliveries, attempts] = EVENT_PARTITIONS.map((p) => partitionName(p.table, dayStart(day)));
       const [present] = await tx.query<{ ok: boolean }>('SELECT to_regclass($1) IS NOT NULL AS ok', [events]);
       if (!present!.ok) return null; // another process dropped it meanwhile
-      await tx.exec('LOCK TABLE webhook_attempts, webhook_deliveries, outbox_events IN ACCESS EXCLUSIVE MODE');
+      await tx.exec('LOCK TABLE outbox_events, webhook_deliveries, webhook_attempts IN ACCESS EXCLUSIVE MODE');
       const [busy] = await tx.query<{ busy: boolean }>(
         `SELECT EXISTS (SELECT 1 FROM outbox_pending p WHERE EXISTS (SELECT 1 FROM ${events} o WHERE o.id = p.id))
              OR EXISTS (SELECT 1 FROM ${deliveries} d WHERE d.status = 'pending') AS busy`,

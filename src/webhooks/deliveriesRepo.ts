@@ -155,7 +155,7 @@ export async function recordAttempts(sql: Sql, batch: ReadonlyArray<{ attempt: A
   const rows = await sql.query<{ id: string }>(
     `${PLAN_EACH_RUN}WITH u AS (
        SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[], $5::int[], $6::timestamptz[], $7::int[], $8::text[],
-                            $9::int[], $10::text[], $11::int[], $12::text[], $13::timestamptz[])
+                            $9::int[], $10::text[], $11::int[], $12::text[], $13::text[]::timestamptz[])
                 AS u(id, token, status, step_inc, delay_ms, started_at, status_code, error, attempt, worker, duration_ms, response_body,
                      event_created_at)
      ), logged AS (
@@ -175,7 +175,7 @@ export async function recordAttempts(sql: Sql, batch: ReadonlyArray<{ attempt: A
         -- d.id = ANY($1) too: the deliveries found by primary key, not by a scan of every
         -- pending one (the plan made while the queue was analyzed nearly empty).
         -- The partition keys too: only the partitions of those events' days are read.
-        WHERE d.id = ANY($1::uuid[]) AND d.event_created_at = ANY($13::timestamptz[])
+        WHERE d.id = ANY($1::uuid[]) AND d.event_created_at = ANY($13::text[]::timestamptz[])
           AND d.id = u.id AND d.event_created_at = u.event_created_at AND d.claim_token = u.token AND d.status = 'pending'
         RETURNING d.id, u.status, d.webhook_id, d.subject, d.outbox_id
      ), promoted AS (

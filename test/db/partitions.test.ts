@@ -129,7 +129,7 @@ describe.each(BACKENDS)('daily partitions of the outbox on %s', (backend) => {
     } finally {
       await t.close();
     }
-  });
+  }, 180_000); // every migration from an empty database, on a loaded machine
 
   it('creates today and the coming days ahead once, however often and by how many processes at once', async () => {
     const t = await openTestDatabase(backend);
@@ -206,6 +206,27 @@ describe.each(BACKENDS)('daily partitions of the outbox on %s', (backend) => {
       expect(await dropOldEventPartitions(t.db, new Date(now.getTime() - 30 * DAY_MS))).toEqual({ dropped: [busyDay.toISOString().slice(0, 10)], kept: [] });
       expect((await t.db.query<{ id: number }>('SELECT id FROM outbox_events')).map((r) => r.id)).toEqual([recent.outboxId]);
     } finally {
+      await t.close();
+    }
+  });
+
+  it.runIf(backend === 'postgres')('a pass that finds the outbox busy leaves partitions to the next pass and still purges rows', async () => {
+    const t = await openTestDatabase(backend);
+    const b = await secondHandle(t);
+    try {
+      const config = parseConfig({});
+      const { merchantId } = await merchantWithWebhook(t.db);
+      await deliveredEvent(t.db, merchantId, new Date(Date.now() - 100 * DAY_MS), 'delivered');
+      // Another process reads the outbox in a long transaction: creating a partition must wait for it.
+      const report = await b.db.transaction(async (tx) => {
+        await tx.query('LOCK TABLE outbox_events IN SHARE MODE');
+        return runRetention({ db: t.db, clock: { now: () => new Date() }, config });
+      });
+      expect(report.events).toBe(1); // the row purge ran
+      expect(await t.db.query(`SELECT relname FROM pg_class WHERE relname LIKE 'outbox_events_p%' AND relnamespace = current_schema()::regnamespace`)).toEqual([]);
+      expect((await ensureEventPartitions(t.db)).created).toHaveLength(EVENT_PARTITIONS.length * (PARTITION_DAYS_AHEAD + 1));
+    } finally {
+      await b.close();
       await t.close();
     }
   });
