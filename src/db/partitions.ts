@@ -47,10 +47,13 @@ export function isLockTimeout(err: unknown): boolean {
   return (err as { code?: unknown } | null)?.code === '55P03';
 }
 
-/** Takes the partition lock in the transaction `tx`, with a short lock_timeout for what follows. */
+/**
+ * Takes the partition lock in the transaction `tx` (waiting as long as another process's pass
+ * takes), then sets a short lock_timeout for the table locks that follow.
+ */
 export async function lockPartitions(tx: Sql): Promise<void> {
-  await tx.query(`SELECT set_config('lock_timeout', $1, true)`, [LOCK_TIMEOUT]);
   await tx.query('SELECT pg_advisory_xact_lock($1)', [PARTITION_LOCK]);
+  await tx.query(`SELECT set_config('lock_timeout', $1, true)`, [LOCK_TIMEOUT]);
 }
 
 /** The daily partitions of `table` in the current schema, oldest first, with their day. */
