@@ -7,21 +7,9 @@
  * Every error answer of pixgate is built here and thrown as an HttpError; one Fastify error handler
  * writes it.
  */
-export type FieldMap = Record<string, string[]>;
-
-/**
- * An empty field map without a prototype: a field named `constructor`, `toString` or `__proto__`
- * (a key a client sent) is an ordinary entry. Every field map is built with these two helpers.
- */
-export function newFieldMap(): FieldMap {
-  return Object.create(null) as FieldMap;
-}
-
-/** Appends `message` to the messages of `field`. */
-export function addField(map: FieldMap, field: string, message: string): void {
-  const list = Object.hasOwn(map, field) ? map[field]! : (map[field] = []);
-  list.push(message);
-}
+export { addField, newFieldMap, type FieldMap } from '../errors/catalog.js';
+import type { CredentialRefusal } from '../auth/credentials.js';
+import type { FieldMap } from '../errors/catalog.js';
 
 export class HttpError extends Error {
   constructor(
@@ -51,6 +39,11 @@ export const SHAPE1 = {
   idempotencyKeyTooLong: 'Idempotency-Key must be at most 256 characters',
   rateLimited: 'Too many requests. Please try again later.',
 } as const;
+
+/** Shape 1: the 401 of credentials src/auth/credentials.ts `authenticate` refused. */
+export function credentialsRefused(reason: CredentialRefusal): HttpError {
+  return pipelineError(401, SHAPE1[reason]);
+}
 
 /** Shape 2. */
 export function permissionError(permission: string): HttpError {
