@@ -337,6 +337,7 @@ class DeliverySender implements BackgroundWorker {
       statusCode: r.statusCode,
       error: r.error,
       responseBody: r.responseBody,
+      partitionKey: job.partition_key,
     };
     this.ctx.metrics?.webhookAttempt(r.ok, outcome.kind, r.durationMs / 1000);
     const applied = await this.recorder.record({ attempt, outcome });
