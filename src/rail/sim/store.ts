@@ -369,11 +369,18 @@ export async function deleteNotifications(sql: Sql, rows: readonly LeasedNotific
  * with it); the stall switch is read too. `inserted`: this statement took the payment (the caller
  * wakes its engine for when it is due). `ack` is the acknowledgement the payment had when it was
  * first taken (`queued` if protection held it then, whatever it is now), null when there is none.
+ *
+ * Its commit waits for the disk and the synchronous standby, as pixgate's own record of the
+ * acknowledgement does: an acknowledgement is the central bank's word. With a relaxed commit a
+ * primary already replaced by a failover (its postmaster killed, a backend still serving an open
+ * connection) acknowledged orders that the new primary never had, while pixgate recorded them
+ * there (the HA run's cash-out stuck at stage 2). The statements whose loss is harmless stay
+ * relaxed: a lease taken again, a settlement done again, a delivered notification delivered again
+ * (the service's inbox makes it a no-op).
  */
 export async function takeOutboundPayments(sql: Sql, orders: readonly OutboundOrder[], t: TakeTerms): Promise<Taken[]> {
   const rows = await sql.query<{ behavior: SimBehavior | null; inserted: boolean | null; existing: boolean | null; delay_ms: number | null; drop: boolean | null }>(
-    `WITH ${RELAXED_COMMIT},
-     o AS MATERIALIZED (
+    `WITH o AS MATERIALIZED (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(n int, end_to_end_id text, transaction_id text, amount bigint, payer_name text,
          payer_document text, payer_ispb text, payer_account_id bigint, receiver_key text, description text, txid text)),
      d AS MATERIALIZED (
@@ -398,7 +405,6 @@ export async function takeOutboundPayments(sql: Sql, orders: readonly OutboundOr
             s.delay_ms, s.drop_answer AS drop
        FROM d LEFT JOIN ins i ON i.end_to_end_id = d.end_to_end_id
          LEFT JOIN sim_rail_stall s ON s.id = 1
-         CROSS JOIN relaxed_commit
       ORDER BY d.n`,
     [
       JSON.stringify(orders.map((o, n) => ({ ...o, n }))),
