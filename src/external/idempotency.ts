@@ -316,7 +316,8 @@ export class IdempotencyStore {
     );
     if (!row) return 'wait'; // released between the two statements: try again
     if (row.expires_at <= now) {
-      await this.db.query('DELETE FROM idempotency_keys WHERE id = $1 AND expires_at <= $2', [row.id, now]);
+      // By id and the token read with it: after a failover the id may name another key (below).
+      await this.db.query('DELETE FROM idempotency_keys WHERE id = $1 AND owner_token = $2 AND expires_at <= $3', [row.id, row.owner_token, now]);
       return 'wait';
     }
     if (row.request_hash !== hash) return { kind: 'mismatch' };
@@ -324,11 +325,15 @@ export class IdempotencyStore {
     // The request that held it never answered (crashed): take the key over with a new token. A
     // lease ending later than one taken now would was written before the wall clock stepped back:
     // it is over too (the holder, if alive, loses the key: its writes check the token).
+    // The row is named by its id and the token read with it: a failover between the two statements
+    // can lose the row read (committed on the old primary, not yet on its standby) and the id it
+    // took, which the new primary then gives another key — taking that one over would record this
+    // request's answer under another scope. The token also makes the takeover a compare-and-swap.
     if (row.locked_until <= now || row.locked_until > lease) {
       const taken = await this.db.query<{ id: number }>(
         `UPDATE idempotency_keys SET owner_token = $2, locked_until = $3
-          WHERE id = $1 AND status = 'in_progress' AND (locked_until <= $4 OR locked_until > $3) RETURNING id`,
-        [row.id, token, lease, now],
+          WHERE id = $1 AND owner_token = $5 AND status = 'in_progress' AND (locked_until <= $4 OR locked_until > $3) RETURNING id`,
+        [row.id, token, lease, now, row.owner_token],
       );
       if (taken[0]) return { kind: 'claimed', claim: this.newClaim(scope, row.id, token, row.resource_id) };
     }
