@@ -28,12 +28,27 @@ export interface AuditInput {
   receipts: Receipt[];
   /** Times of faults after which a webhook result may not have been recorded (kills, PostgreSQL stops). */
   faultTimes: number[];
+  /**
+   * Faults that last (a failover: from the kill until the cluster is whole again), [start, end] in
+   * ms: while one lasts, a sender's result may be recorded only after its lease ended.
+   */
+  faultWindows?: Array<[number, number]>;
   /** Ids of the receiver's webhooks (one per merchant). */
   webhookIds: string[];
   /** Events the receiver's webhooks subscribe to (every event that fires); others (internal events) are not delivered. */
   subscribed?: string[];
   /** The client's view of each account (opening balance and fees as set up): input of the balance model. Without it the model is skipped. */
   accounts?: AccountView[];
+}
+
+/**
+ * Whether a delivery received again at `laterAt` after a 2xx answer at `firstAt` is explained by a
+ * fault: one happened between (from 2 s before the answer: the sender's record of it may have been
+ * in flight), or the database was failing over at some moment between — the sender could then
+ * record the answer only after its lease had ended and another sender had taken the delivery.
+ */
+export function redeliveryExcused(firstAt: number, laterAt: number, faultTimes: readonly number[], faultWindows: ReadonlyArray<readonly [number, number]>): boolean {
+  return faultTimes.some((t) => t >= firstAt - 2000 && t <= laterAt) || faultWindows.some(([start, end]) => end >= firstAt - 2000 && start <= laterAt);
 }
 
 export interface AccountView {
@@ -288,7 +303,7 @@ export async function audit(input: AuditInput): Promise<{ anomalies: Anomaly[]; 
     const firstOk = list.find((r) => r.answered === 200);
     if (!firstOk) continue;
     for (const later of list.filter((r) => r.at > firstOk.at)) {
-      const excused = input.faultTimes.some((t) => t >= firstOk.at - 2000 && t <= later.at);
+      const excused = redeliveryExcused(firstOk.at, later.at, input.faultTimes, input.faultWindows ?? []);
       if (excused) expectedRedeliveries++;
       else {
         unexpected++;

@@ -105,6 +105,7 @@ export async function runHa(partial: Partial<HaOptions> = {}): Promise<HaReport>
   });
   const anomalies: Anomaly[] = [];
   const faultTimes: number[] = [];
+  const faultWindows: Array<[number, number]> = [];
   const kills: { at: number; from: string; to?: string }[] = [];
   const done = { failovers: 0, switchovers: 0, syncStops: 0, redisFailovers: 0 };
   let workload: Workload | undefined;
@@ -175,6 +176,7 @@ export async function runHa(partial: Partial<HaOptions> = {}): Promise<HaReport>
         log(`failover #${done.failovers}: ${leader.name} → ${kill.to} in ${((Date.now() - at) / 1000).toFixed(1)} s (Patroni); waiting for ${leader.name} to rejoin`);
         await lab.waitHealthy();
         faultTimes.push(Date.now());
+        faultWindows.push([at, Date.now()]);
       } else if (fault === 'switchover') {
         const at = Date.now();
         faultTimes.push(at);
@@ -184,10 +186,12 @@ export async function runHa(partial: Partial<HaOptions> = {}): Promise<HaReport>
         log(`switchover #${done.switchovers}: ${from} → ${to} in ${((Date.now() - at) / 1000).toFixed(1)} s`);
         await lab.waitHealthy();
         faultTimes.push(Date.now());
+        faultWindows.push([at, Date.now()]);
       } else if (fault === 'sync_stop') {
         const sync = await lab.syncStandby();
         if (!sync) throw new Error('no synchronous standby to stop');
-        faultTimes.push(Date.now());
+        const at = Date.now();
+        faultTimes.push(at);
         await lab.stopNode(sync);
         done.syncStops++;
         await waitFor(async () => {
@@ -199,6 +203,7 @@ export async function runHa(partial: Partial<HaOptions> = {}): Promise<HaReport>
         lab.startNode(sync);
         await lab.waitHealthy();
         faultTimes.push(Date.now());
+        faultWindows.push([at, Date.now()]);
         log(`${sync.name} back`);
       } else {
         const used = await nonceUse(catalog.merchants[0]!, 'before');
@@ -231,7 +236,7 @@ export async function runHa(partial: Partial<HaOptions> = {}): Promise<HaReport>
     await waitDrained(db, o.drainMs, 'after the replays', anomalies);
     await Promise.all(lab.apps.map((a) => a.kill('SIGTERM')));
     log('auditing');
-    const result = await audit({ query: async (text, params) => (await db.query(text, params)).rows, ops: workload.ops, receipts: receiver.receipts, faultTimes, webhookIds: catalog.webhookIds, subscribed: catalog.subscribed, accounts: catalog.accounts });
+    const result = await audit({ query: async (text, params) => (await db.query(text, params)).rows, ops: workload.ops, receipts: receiver.receipts, faultTimes, faultWindows, webhookIds: catalog.webhookIds, subscribed: catalog.subscribed, accounts: catalog.accounts });
     // The probe's deposits: each acknowledged one exactly once (the last, unacknowledged one may or may not have been made).
     const [made] = (await db.query(`SELECT count(*)::int AS n, count(DISTINCT description)::int AS d FROM transactions WHERE account_id = $1 AND kind = 'deposit'`, [probeAccount])).rows as { n: number }[];
     if (made!.n < probe.acks.length) anomalies.push({ check: 'probe_lost', detail: `${probe.acks.length} probe deposits acknowledged, ${made!.n} in the books` });
