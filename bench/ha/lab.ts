@@ -242,14 +242,29 @@ export class Lab {
   }
 
   /** All three running (the leader, a synchronous standby and a streaming replica). */
+  /**
+   * Three members, one running leader, a synchronous standby, and every replica following the
+   * leader's timeline with a known lag. A crashed primary restarting as a replica streams for a
+   * moment on its old timeline before Patroni sees the divergence and rewinds it: "running" alone
+   * let the next fault kill the leader in the middle of that pg_rewind (the long run's pg1 never
+   * came back).
+   */
   async healthy(): Promise<boolean> {
     const ms = await this.members();
-    return ms.length === 3 && ms.filter((m) => m.role === 'leader' && m.state === 'running').length === 1 && ms.some((m) => m.role === 'sync_standby' && (m.state === 'streaming' || m.state === 'running')) && ms.every((m) => m.state === 'running' || m.state === 'streaming');
+    const leaders = ms.filter((m) => m.role === 'leader' && m.state === 'running');
+    if (ms.length !== 3 || leaders.length !== 1) return false;
+    const timeline = leaders[0]!.timeline;
+    const replicas = ms.filter((m) => m.role !== 'leader');
+    return (
+      replicas.some((m) => m.role === 'sync_standby') &&
+      replicas.every((m) => (m.state === 'running' || m.state === 'streaming') && typeof m.lag === 'number' && (timeline === undefined || m.timeline === timeline))
+    );
   }
 
+  /** Healthy, and still so 2 s later. */
   async waitHealthy(timeoutMs = 180_000): Promise<void> {
     try {
-      await waitFor(() => this.healthy(), timeoutMs, 'the Patroni cluster to be whole again');
+      await waitFor(async () => (await this.healthy()) && (await sleep(2000), await this.healthy()), timeoutMs, 'the Patroni cluster to be whole again');
     } catch (err) {
       throw new Error(`${(err as Error).message}: ${JSON.stringify(await this.members().catch(() => []))} (logs in ${this.dir})`);
     }
