@@ -313,18 +313,22 @@ export async function settleDuePayments(
   const [row] = await sql.query<{ settled: number; others: number; unleased: number; leased: SimNotificationRow[] | null }>(
     `WITH ${RELAXED_COMMIT},
      due AS (
-       SELECT end_to_end_id, kind, status, behavior FROM sim_payments
+       SELECT end_to_end_id, kind, status, behavior, queued_by_protection FROM sim_payments
         WHERE status IN ('protection', 'in_flight') AND due_at <= $1
         ORDER BY due_at, end_to_end_id LIMIT $2 FOR UPDATE SKIP LOCKED),
      settled AS (
        UPDATE sim_payments p SET status = 'settled', due_at = NULL, resolved_at = $1
          FROM due WHERE p.end_to_end_id = due.end_to_end_id AND due.kind = 'payment' AND due.status = 'in_flight' AND due.behavior = 'settle'
-       RETURNING p.end_to_end_id),
+       RETURNING p.end_to_end_id, due.queued_by_protection),
      -- Whether another notification of the subject waits: one probe of the subject index each (a
-     -- scalar subquery, never a join over the whole queue).
+     -- scalar subquery, never a join over the whole queue). A payment protection held is never a
+     -- head here: its payment.accepted may have committed after this statement's snapshot (the row
+     -- locked here is then re-read in its new version, the queue is not), which made the settlement
+     -- overtake it (the HA run: a commit waiting for the new primary's synchronous standby). The
+     -- claim (claimNotifications) delivers it in order.
      heads AS MATERIALIZED (
        SELECT s.end_to_end_id,
-              (SELECT 1 FROM sim_notifications p WHERE p.subject = s.end_to_end_id LIMIT 1) IS NULL AS head
+              NOT s.queued_by_protection AND (SELECT 1 FROM sim_notifications p WHERE p.subject = s.end_to_end_id LIMIT 1) IS NULL AS head
          FROM settled s),
      queued AS (
        INSERT INTO sim_notifications (notification_id, subject, kind, payload, created_at, attempts, locked_until)
