@@ -1,13 +1,10 @@
-import type { AppContext } from '../context.js';
-import { notFound, unprocessable } from '../http/errors.js';
-import { QueryReader, readPageAndDates } from '../http/query.js';
+import type { Database } from '../db/db.js';
+import { DomainError } from '../errors/catalog.js';
 import * as merchants from '../merchants/repository.js';
 import {
   findInAccount,
   listStatement,
   listTransactions,
-  STATEMENT_FILTERS,
-  TRANSACTION_TYPES,
   TX_STATUS,
   type ListQuery,
   type LookupKey,
@@ -15,9 +12,18 @@ import {
 import { receipt, statementItem, transactionRecord } from './views.js';
 
 /**
- * GET /statement, GET /transactions, the four lookups and the receipt. Statement and list errors
- * are 400 with `worked: false` beside `errors` (the spec's statement business errors carry it).
+ * GET /statement, GET /transactions, the four lookups and the receipt. The query string is read at
+ * the edge (src/transactions/routes.ts parseListParams: its 400 carries `worked: false`); these
+ * take typed parameters.
  */
+
+/** What these functions use (AppContext has it). */
+export interface StatementDeps {
+  db: Database;
+  readDb: Database;
+  config: { institutionIspb: string };
+  institutionName: string;
+}
 
 export interface ListParams {
   page: number;
@@ -26,25 +32,12 @@ export interface ListParams {
 }
 
 /**
- * Reads the query string: page, per_page, date_from and date_to (`readPageAndDates`), status and
- * type. Unknown parameters are ignored.
- */
-export function parseListParams(raw: unknown): ListParams {
-  const r = new QueryReader(raw);
-  const { page, perPage, from, before } = readPageAndDates(r);
-  const status = r.oneOf('status', STATEMENT_FILTERS);
-  const type = r.oneOf('type', TRANSACTION_TYPES);
-  r.done({ worked: true });
-  return { page, perPage, query: { status, type, from, before } };
-}
-
-/**
  * The statement: `per_page` records per page. With no status filter or `processing`, the account's
  * outbound PIX in flight (stage below 3) are merged ahead of everything else, newest first, so they
  * lead page 1 and run on into the next pages when there are more than `per_page` of them; then the
  * other records, newest first (see listStatement).
  */
-export async function statement(ctx: AppContext, accountId: number, p: ListParams) {
+export async function statement(ctx: Pick<StatementDeps, 'readDb'>, accountId: number, p: ListParams) {
   const q: ListQuery = { accountId, ...p.query, limit: p.perPage, offset: (p.page - 1) * p.perPage };
   const merge = q.status === undefined || q.status === 'processing';
   const rows = await listStatement(ctx.readDb, q, merge);
@@ -57,7 +50,7 @@ export async function statement(ctx: AppContext, accountId: number, p: ListParam
 }
 
 /** GET /transactions: the same parameters and envelope; records as the lookups show them. */
-export async function transactionList(ctx: AppContext, accountId: number, p: ListParams) {
+export async function transactionList(ctx: Pick<StatementDeps, 'readDb'>, accountId: number, p: ListParams) {
   const rows = await listTransactions(ctx.readDb, { accountId, ...p.query, limit: p.perPage, offset: (p.page - 1) * p.perPage });
   return { worked: true, data: rows.map(transactionRecord), page: p.page, per_page: p.perPage };
 }
@@ -65,28 +58,28 @@ export async function transactionList(ctx: AppContext, accountId: number, p: Lis
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const NOT_FOUND = 'Transaction not found';
 
-async function find(ctx: AppContext, accountId: number, key: LookupKey | 'any_id', value: string) {
+async function find(ctx: Pick<StatementDeps, 'db'>, accountId: number, key: LookupKey | 'any_id', value: string) {
   if (value.length > 256) return undefined;
   if (key !== 'any_id') return findInAccount(ctx.db, accountId, key, value);
   return UUID.test(value) ? findInAccount(ctx.db, accountId, 'id', value.toLowerCase()) : findInAccount(ctx.db, accountId, 'transaction_id', value);
 }
 
 /** A lookup: 200 `{worked: true, ...record}` or 404 `{errors: {not_found: 'Transaction not found'}}`. */
-export async function lookup(ctx: AppContext, accountId: number, key: LookupKey | 'any_id', value: string) {
+export async function lookup(ctx: Pick<StatementDeps, 'db'>, accountId: number, key: LookupKey | 'any_id', value: string) {
   const row = await find(ctx, accountId, key, value);
-  if (!row) throw notFound(NOT_FOUND);
+  if (!row) throw new DomainError('not_found', { message: NOT_FOUND });
   return { worked: true, ...transactionRecord(row) };
 }
 
 /** The receipt of a settled PIX; a clear 422 before settlement (or when there will be none). */
-export async function transactionReceipt(ctx: AppContext, accountId: number, id: string) {
+export async function transactionReceipt(ctx: StatementDeps, accountId: number, id: string) {
   const row = await find(ctx, accountId, 'any_id', id);
-  if (!row) throw notFound(NOT_FOUND);
-  if (row.type !== 'pix') throw unprocessable('Receipts exist for PIX transactions only');
+  if (!row) throw new DomainError('not_found', { message: NOT_FOUND });
+  if (row.type !== 'pix') throw new DomainError('unprocessable_entity', { message: 'Receipts exist for PIX transactions only' });
   if (row.status === TX_STATUS.pending || row.stage < 3) {
-    throw unprocessable('The receipt is available after settlement; the transaction is still being processed');
+    throw new DomainError('unprocessable_entity', { message: 'The receipt is available after settlement; the transaction is still being processed' });
   }
-  if (row.status !== TX_STATUS.completed || !row.completed_at) throw unprocessable('The transaction was not settled, so it has no receipt');
+  if (row.status !== TX_STATUS.completed || !row.completed_at) throw new DomainError('unprocessable_entity', { message: 'The transaction was not settled, so it has no receipt' });
   const account = (await merchants.findAccount(ctx.db, row.account_id))!;
   const merchant = (await merchants.findMerchant(ctx.db, account.merchant_id))!;
   return receipt(row, merchant, { ispb: ctx.config.institutionIspb, name: ctx.institutionName });
