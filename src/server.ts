@@ -21,7 +21,7 @@ import type { ExternalPlugin } from './external/routes.js';
 import { periodicWorker } from './lib/periodic.js';
 import { chargeWorkers } from './pix/cashin/charges.js';
 import { MemoryFixedWindow, RedisFixedWindow } from './ratelimit/fixedWindow.js';
-import { openRedis } from './ratelimit/redisClient.js';
+import { closeRedis, openRedis } from './ratelimit/redisClient.js';
 import { seedDemo, type DemoCredentials } from './seed.js';
 import { keepsLocalCredentials, localCredentialsPath, readLocalCredentials, storedDemo, writeLocalCredentials } from './localCredentials.js';
 import { railNotificationHandler } from './pix/railEvents.js';
@@ -87,7 +87,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     }
   } catch (err) {
     if (ownsDatabase) await db.close();
-    redis?.disconnect();
+    if (redis && ownsRedis) await closeRedis(redis, 'now');
+    else redis?.disconnect();
     throw err;
   }
 
@@ -231,7 +232,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       if (metricsListener) await new Promise((r) => metricsListener!.close(r));
       await Promise.allSettled(ctx.workers.map((w) => w.stop()));
       await ctx.credentials.close();
-      if (ownsRedis) await redis?.quit().catch(() => redis?.disconnect());
+      if (ownsRedis && redis) await closeRedis(redis);
       if (readDb !== db) await readDb.close();
       if (ownsDatabase) await db.close();
       log.info('stopped');
