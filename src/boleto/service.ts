@@ -1,6 +1,7 @@
-import type { AppContext } from '../context.js';
-import type { Sql } from '../db/db.js';
+import type { Config } from '../config.js';
+import type { Database, Sql } from '../db/db.js';
 import { INSTITUTION_BOOK, post } from '../ledger/ledger.js';
+import type { Clock } from '../lib/clock.js';
 import { centsToBaseUnits } from '../lib/money.js';
 import { addDays, barcodeToLinhaDigitavel, buildBarcode, formatLinhaDigitavel, MAX_DAYS_AHEAD } from './barcode.js';
 import { BoletoError, notFound } from './errors.js';
@@ -15,7 +16,12 @@ export interface CentralCaller {
   accountId: number | null;
 }
 
-type Deps = Pick<AppContext, 'db' | 'clock' | 'config'>;
+/** What the boleto functions use (AppContext satisfies it). */
+export interface BoletoDeps {
+  db: Database;
+  clock: Clock;
+  config: Pick<Config, 'institutionIspb'>;
+}
 
 /**
  * COMPE bank code printed in pixgate's barcodes. pixgate is a simulated institution without a
@@ -56,7 +62,7 @@ function checkDueDate(dueDate: string, now: Date) {
   }
 }
 
-export async function createBoleto(deps: Deps, caller: CentralCaller, input: CreateBoletoInput): Promise<repo.BoletoRow> {
+export async function createBoleto(deps: BoletoDeps, caller: CentralCaller, input: CreateBoletoInput): Promise<repo.BoletoRow> {
   const now = deps.clock.now();
   checkDueDate(input.due_date, now);
   let beneficiaryAccountId: number | null = null;
@@ -85,19 +91,19 @@ export async function createBoleto(deps: Deps, caller: CentralCaller, input: Cre
   return row;
 }
 
-export async function getBoleto(deps: Deps, caller: CentralCaller, nossoNumero: string): Promise<repo.BoletoRow> {
+export async function getBoleto(deps: BoletoDeps, caller: CentralCaller, nossoNumero: string): Promise<repo.BoletoRow> {
   const row = await repo.findBoleto(deps.db, caller.id, nossoNumero);
   if (!row) throw notFound('Boleto');
   return row;
 }
 
-export function listBoletos(deps: Deps, caller: CentralCaller, filter: repo.BoletoFilter): Promise<repo.BoletoRow[]> {
+export function listBoletos(deps: BoletoDeps, caller: CentralCaller, filter: repo.BoletoFilter): Promise<repo.BoletoRow[]> {
   return repo.listBoletos(deps.db, caller.id, filter);
 }
 
 /** Runs `fn` on the caller's boleto under its row lock; 404 when there is none. */
 function withLockedBoleto<T>(
-  deps: Deps,
+  deps: BoletoDeps,
   caller: CentralCaller,
   nossoNumero: string,
   fn: (tx: Sql, boleto: repo.BoletoRow, now: Date) => Promise<T>,
@@ -110,7 +116,7 @@ function withLockedBoleto<T>(
 }
 
 /** New amount and/or due date, while the boleto is registered (before payment). */
-export function updateBoleto(deps: Deps, caller: CentralCaller, nossoNumero: string, patch: PatchBoletoInput): Promise<repo.BoletoRow> {
+export function updateBoleto(deps: BoletoDeps, caller: CentralCaller, nossoNumero: string, patch: PatchBoletoInput): Promise<repo.BoletoRow> {
   return withLockedBoleto(deps, caller, nossoNumero, async (tx, boleto, now) => {
     if (boleto.status !== 'registered') {
       throw new BoletoError('BOLETO_NOT_MODIFIABLE', `A ${boleto.status} boleto cannot be changed`, { status: boleto.status });
@@ -128,7 +134,7 @@ export function updateBoleto(deps: Deps, caller: CentralCaller, nossoNumero: str
 }
 
 /** registered → cancelled. Cancelling a cancelled boleto answers it again; a paid one cannot be. */
-export function cancelBoleto(deps: Deps, caller: CentralCaller, nossoNumero: string): Promise<repo.BoletoRow> {
+export function cancelBoleto(deps: BoletoDeps, caller: CentralCaller, nossoNumero: string): Promise<repo.BoletoRow> {
   return withLockedBoleto(deps, caller, nossoNumero, async (tx, boleto, now) => {
     if (boleto.status === 'cancelled') return boleto;
     if (boleto.status !== 'registered') {
@@ -143,7 +149,7 @@ export function cancelBoleto(deps: Deps, caller: CentralCaller, nossoNumero: str
  * in the clearing book until settlement. Idempotent: paying a paid (or settled) boleto records
  * nothing and answers its current state. `amountCents`, when given, must be the boleto's amount.
  */
-export function payBoleto(deps: Deps, caller: CentralCaller, nossoNumero: string, amountCents?: number): Promise<repo.BoletoRow> {
+export function payBoleto(deps: BoletoDeps, caller: CentralCaller, nossoNumero: string, amountCents?: number): Promise<repo.BoletoRow> {
   return withLockedBoleto(deps, caller, nossoNumero, async (tx, boleto, now) => {
     if (amountCents !== undefined && amountCents !== boleto.amount_cents) {
       throw new BoletoError('PAYMENT_MISMATCH', 'amount_cents differs from the amount of the boleto', {

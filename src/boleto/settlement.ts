@@ -1,4 +1,3 @@
-import type { AppContext } from '../context.js';
 import type { Sql } from '../db/db.js';
 import { INSTITUTION_BOOK, post, type BookRef } from '../ledger/ledger.js';
 import { newTransactionId, newUuid, TX_PREFIX } from '../lib/ids.js';
@@ -6,9 +5,9 @@ import { centsToBaseUnits, safeSum } from '../lib/money.js';
 import { insertTransaction, TX_STATUS } from '../transactions/repository.js';
 import { notFound } from './errors.js';
 import * as repo from './repository.js';
-import type { CentralCaller } from './service.js';
+import type { BoletoDeps, CentralCaller } from './service.js';
 
-type Deps = Pick<AppContext, 'db' | 'clock'>;
+type Deps = Pick<BoletoDeps, 'db' | 'clock'>;
 
 /** Most boletos one trigger settles; the answer says when more are left for the next call. */
 export const MAX_BOLETOS_PER_TRIGGER = 5000;

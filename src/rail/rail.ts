@@ -1,4 +1,4 @@
-import type { BackgroundWorker } from '../context.js';
+import type { BackgroundWorker } from '../lib/worker.js';
 import type { BatchOutcome } from '../lib/batcher.js';
 import type { PixKeyType } from '../pix/keys.js';
 

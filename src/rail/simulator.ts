@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { BackgroundWorker } from '../context.js';
+import type { BackgroundWorker } from '../lib/worker.js';
 import type { Database, Sql } from '../db/db.js';
 import { afterCommit, UNIQUE_VIOLATION, sqlState } from '../db/db.js';
 import { bankName } from '../lib/banks.js';

@@ -1,4 +1,5 @@
-import type { AppContext } from '../context.js';
+import type { Config } from '../config.js';
+import type { Database } from '../db/db.js';
 import { notFound, unprocessable } from '../http/errors.js';
 import { QueryReader, readPageAndDates } from '../http/query.js';
 import * as merchants from '../merchants/repository.js';
@@ -39,12 +40,23 @@ export function parseListParams(raw: unknown): ListParams {
 }
 
 /**
+ * What the statement and the lookups use (AppContext satisfies it): `readDb` for the lists, which
+ * tolerate a replica's bounded staleness; `db` for the lookups and receipts.
+ */
+export interface StatementDeps {
+  db: Database;
+  readDb: Database;
+  config: Pick<Config, 'institutionIspb'>;
+  institutionName: string;
+}
+
+/**
  * The statement: `per_page` records per page. With no status filter or `processing`, the account's
  * outbound PIX in flight (stage below 3) are merged ahead of everything else, newest first, so they
  * lead page 1 and run on into the next pages when there are more than `per_page` of them; then the
  * other records, newest first (see listStatement).
  */
-export async function statement(ctx: AppContext, accountId: number, p: ListParams) {
+export async function statement(ctx: Pick<StatementDeps, 'readDb'>, accountId: number, p: ListParams) {
   const q: ListQuery = { accountId, ...p.query, limit: p.perPage, offset: (p.page - 1) * p.perPage };
   const merge = q.status === undefined || q.status === 'processing';
   const rows = await listStatement(ctx.readDb, q, merge);
@@ -57,7 +69,7 @@ export async function statement(ctx: AppContext, accountId: number, p: ListParam
 }
 
 /** GET /transactions: the same parameters and envelope; records as the lookups show them. */
-export async function transactionList(ctx: AppContext, accountId: number, p: ListParams) {
+export async function transactionList(ctx: Pick<StatementDeps, 'readDb'>, accountId: number, p: ListParams) {
   const rows = await listTransactions(ctx.readDb, { accountId, ...p.query, limit: p.perPage, offset: (p.page - 1) * p.perPage });
   return { worked: true, data: rows.map(transactionRecord), page: p.page, per_page: p.perPage };
 }
@@ -65,21 +77,21 @@ export async function transactionList(ctx: AppContext, accountId: number, p: Lis
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const NOT_FOUND = 'Transaction not found';
 
-async function find(ctx: AppContext, accountId: number, key: LookupKey | 'any_id', value: string) {
+async function find(ctx: Pick<StatementDeps, 'db'>, accountId: number, key: LookupKey | 'any_id', value: string) {
   if (value.length > 256) return undefined;
   if (key !== 'any_id') return findInAccount(ctx.db, accountId, key, value);
   return UUID.test(value) ? findInAccount(ctx.db, accountId, 'id', value.toLowerCase()) : findInAccount(ctx.db, accountId, 'transaction_id', value);
 }
 
 /** A lookup: 200 `{worked: true, ...record}` or 404 `{errors: {not_found: 'Transaction not found'}}`. */
-export async function lookup(ctx: AppContext, accountId: number, key: LookupKey | 'any_id', value: string) {
+export async function lookup(ctx: Pick<StatementDeps, 'db'>, accountId: number, key: LookupKey | 'any_id', value: string) {
   const row = await find(ctx, accountId, key, value);
   if (!row) throw notFound(NOT_FOUND);
   return { worked: true, ...transactionRecord(row) };
 }
 
 /** The receipt of a settled PIX; a clear 422 before settlement (or when there will be none). */
-export async function transactionReceipt(ctx: AppContext, accountId: number, id: string) {
+export async function transactionReceipt(ctx: StatementDeps, accountId: number, id: string) {
   const row = await find(ctx, accountId, 'any_id', id);
   if (!row) throw notFound(NOT_FOUND);
   if (row.type !== 'pix') throw unprocessable('Receipts exist for PIX transactions only');

@@ -1,7 +1,8 @@
-import type { AppContext } from '../context.js';
-import type { Sql } from '../db/db.js';
+import type { Config } from '../config.js';
+import type { Database, Sql } from '../db/db.js';
 import { emitEvent } from '../events/outbox.js';
 import { conflict, notFound, unprocessable } from '../http/errors.js';
+import type { Clock } from '../lib/clock.js';
 import { newUuid } from '../lib/ids.js';
 import { parseAllowedHosts } from './destination.js';
 import * as repo from './repository.js';
@@ -12,6 +13,13 @@ import { createView, MAX_WEBHOOKS_PER_MERCHANT, validateWebhook } from './regist
  * register, delete, re-send a delivery, fire `webhook.test`.
  */
 
+/** What these functions use (AppContext satisfies it). */
+export interface WebhookDeps {
+  db: Database;
+  clock: Clock;
+  config: Pick<Config, 'webhookAllowedHosts'>;
+}
+
 export interface WebhookOwner {
   merchantId: number;
   /** The key's account; null for a merchant-wide key (the webhook is then global). */
@@ -20,7 +28,7 @@ export interface WebhookOwner {
 }
 
 /** Validates and registers a webhook (per-merchant limit under the merchant's lock). */
-export async function createWebhook(ctx: AppContext, owner: WebhookOwner, body: unknown, record: (tx: Sql, payload: ReturnType<typeof createView>) => Promise<void> = async () => {}) {
+export async function createWebhook(ctx: Pick<WebhookDeps, 'db' | 'config'>, owner: WebhookOwner, body: unknown, record: (tx: Sql, payload: ReturnType<typeof createView>) => Promise<void> = async () => {}) {
   const input = validateWebhook(body, parseAllowedHosts(ctx.config.webhookAllowedHosts));
   return ctx.db.transaction(async (tx) => {
     await repo.lockMerchantWebhooks(tx, owner.merchantId);
@@ -45,12 +53,12 @@ export async function createWebhook(ctx: AppContext, owner: WebhookOwner, body: 
 }
 
 /** Soft-deletes a webhook of the scope; false when there is none (or it was deleted already). */
-export async function deleteWebhook(ctx: AppContext, scope: repo.WebhookScope, id: string): Promise<boolean> {
+export async function deleteWebhook(ctx: Pick<WebhookDeps, 'db'>, scope: repo.WebhookScope, id: string): Promise<boolean> {
   return ctx.db.transaction((tx) => repo.deleteWebhook(tx, scope, id.toLowerCase()));
 }
 
 /** Puts a finished delivery back in its queue (same delivery id); 409 when it is pending or the webhook deleted. */
-export async function resendDelivery(ctx: AppContext, webhook: repo.WebhookRow, deliveryId: string): Promise<void> {
+export async function resendDelivery(ctx: Pick<WebhookDeps, 'db'>, webhook: repo.WebhookRow, deliveryId: string): Promise<void> {
   if (webhook.deleted_at) throw conflict('webhook is deleted');
   const before = await repo.findDelivery(ctx.db, webhook.id, deliveryId);
   if (!before) throw notFound('delivery not found');
@@ -59,7 +67,7 @@ export async function resendDelivery(ctx: AppContext, webhook: repo.WebhookRow, 
 }
 
 /** Fires `webhook.test` at one webhook (whether it subscribes or not); returns the delivery id. */
-export async function sendTestEvent(ctx: AppContext, webhook: repo.WebhookRow, from: 'administration' | 'merchant portal'): Promise<string> {
+export async function sendTestEvent(ctx: Pick<WebhookDeps, 'db' | 'clock'>, webhook: repo.WebhookRow, from: 'administration' | 'merchant portal'): Promise<string> {
   if (webhook.deleted_at) throw conflict('webhook is deleted');
   if (!webhook.is_active) throw conflict('webhook is inactive (is_active: false): nothing is fired');
   return ctx.db.transaction(async (tx) => {
