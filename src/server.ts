@@ -12,7 +12,7 @@ import { checkPooledSettings, openDatabase, readReplicaOptions } from './db/open
 import { openReadReplica } from './db/replica.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { loggerOptions } from './logger.js';
-import { SimulatedRail } from './rail/simulator.js';
+import { SimulatedRail } from './rail/sim/simulatedRail.js';
 import { withDeadline } from './rail/rail.js';
 import { instrumentRail } from './rail/instrumented.js';
 import { CredentialCache } from './auth/credentialCache.js';
