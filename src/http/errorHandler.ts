@@ -5,6 +5,8 @@ import { CHECK_VIOLATION, constraintName, isDatabaseUnavailable, sqlState } from
 import { BOUND_CONSTRAINTS } from '../ledger/ledger.js';
 import { OverloadedError } from '../lib/batcher.js';
 import { AmountTooLargeError } from '../lib/money.js';
+import { DomainError } from '../errors/catalog.js';
+import { domainErrorToHttp, type ErrorShape } from './errorMap.js';
 import { badRequest, businessError, HttpError, internalError, serviceUnavailable } from './errors.js';
 
 /**
@@ -22,6 +24,7 @@ export function errorHandler(error: FastifyError | HttpError | Error, request: F
 
 export function toHttpError(error: unknown, request: FastifyRequest): HttpError {
   if (error instanceof HttpError) return error;
+  if (error instanceof DomainError) return domainErrorToHttp(error, errorShapeOf(request));
   // PostgreSQL down, restarting or dropping connections: "retry later", never 4xx/500 with the
   // driver's text (hosts, ports). The Idempotency-Key, if any, is freed (src/external/pipeline.ts).
   if (isDatabaseUnavailable(error)) return serviceUnavailable();
@@ -49,6 +52,11 @@ export function toHttpError(error: unknown, request: FastifyRequest): HttpError 
     return status === 400 ? badRequest(message) : businessError(status, 'bad_request', message);
   }
   return internalError(String(request.id));
+}
+
+/** The error shape the matched route declared (RouteSpec.errorShape), `business` by default. */
+export function errorShapeOf(request: FastifyRequest): ErrorShape {
+  return ((request.routeOptions?.config as { errorShape?: ErrorShape } | undefined)?.errorShape) ?? 'business';
 }
 
 /** Set on a raw request whose URL path the router would refuse (see rewriteMalformedUrl). */

@@ -7,21 +7,8 @@
  * Every error answer of pixgate is built here and thrown as an HttpError; one Fastify error handler
  * writes it.
  */
-export type FieldMap = Record<string, string[]>;
-
-/**
- * An empty field map without a prototype: a field named `constructor`, `toString` or `__proto__`
- * (a key a client sent) is an ordinary entry. Every field map is built with these two helpers.
- */
-export function newFieldMap(): FieldMap {
-  return Object.create(null) as FieldMap;
-}
-
-/** Appends `message` to the messages of `field`. */
-export function addField(map: FieldMap, field: string, message: string): void {
-  const list = Object.hasOwn(map, field) ? map[field]! : (map[field] = []);
-  list.push(message);
-}
+export { addField, newFieldMap, type FieldMap } from '../errors/catalog.js';
+import type { FieldMap } from '../errors/catalog.js';
 
 export class HttpError extends Error {
   constructor(

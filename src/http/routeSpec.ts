@@ -1,6 +1,7 @@
 import type { FastifyInstance, RouteHandlerMethod } from 'fastify';
 import type { z } from 'zod';
 import type { Permission } from '../auth/permissions.js';
+import type { ErrorShape } from './errorMap.js';
 
 /**
  * The route registry: one declaration per route — method, path, the zod schemas of its request
@@ -49,6 +50,8 @@ export interface RouteSpec {
   requestHeaders?: Array<{ name: string; required: boolean; description: string; schema: Record<string, unknown> }>;
   /** The answers of this route (success and route-specific errors); the API's common errors are added by the document. */
   responses: Record<number, ResponseSpec>;
+  /** The shape a DomainError thrown under this route is answered in (src/http/errorMap.ts); default `business`. */
+  errorShape?: ErrorShape;
   /** Extra Fastify route config (rate-limit exemption, boleto endpoint name). */
   config?: Record<string, unknown>;
 }
@@ -63,7 +66,11 @@ export function mount(app: FastifyInstance, spec: RouteSpec, handler: RouteHandl
   app.route({
     method: spec.method,
     url: spec.path,
-    config: { ...(spec.permission !== undefined ? { permission: spec.permission } : {}), ...spec.config },
+    config: {
+      ...(spec.permission !== undefined ? { permission: spec.permission } : {}),
+      ...(spec.errorShape !== undefined ? { errorShape: spec.errorShape } : {}),
+      ...spec.config,
+    },
     handler,
   });
 }

@@ -1,4 +1,4 @@
-import { canonicalize } from '../lib/canonicalJson.js';
+import { canonicalize } from './canonicalJson.js';
 
 /**
  * Request signatures, with WebCrypto only (Node 20+, browsers, edge runtimes):

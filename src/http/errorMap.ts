@@ -1,0 +1,57 @@
+import { ERROR_CATALOG, type DomainError, type ErrorCode } from '../errors/catalog.js';
+import { HttpError } from './errors.js';
+
+/** The one status of each code of the catalog (src/errors/catalog.ts). */
+export const ERROR_STATUS = {
+  bad_request: 400,
+  unauthorized: 401,
+  not_found: 404,
+  conflict: 409,
+  unprocessable_entity: 422,
+  amount_too_large: 422,
+  invalid_amount: 422,
+  pix_key_ambiguous: 422,
+  destination_not_found: 422,
+  self_transfer: 422,
+  same_institution_transfer: 422,
+  same_account: 422,
+  amount_limit_exceeded: 422,
+  nighttime_limit_exceeded: 422,
+  daily_limit_exceeded: 422,
+  // The spec's cash-out table gives 400 for both; TEF answers the same code with the same status.
+  insufficient_balance: 400,
+  provider_timeout: 400,
+  external_id_conflict: 409,
+  account_inactive: 422,
+  destination_inactive: 422,
+  destination_cannot_receive: 422,
+} as const satisfies Record<ErrorCode, number>;
+
+/**
+ * The body shapes a DomainError is written in; a route declares its own (RouteSpec.errorShape),
+ * the default being `business`.
+ *   operation        {worked: false, ...extra, errors: {<code>: <message | fields>}, code, detail}  cash-out, TEF
+ *   business         {errors: {<code>: <message | fields>}, ...extra}                               shape 4
+ *   business_worked  {worked: false, errors: {<code>: <message | fields>}, ...extra}                shape 4 where the spec adds worked (refund, statement)
+ */
+export type ErrorShape = 'operation' | 'business' | 'business_worked';
+
+export function statusOf(code: ErrorCode): number {
+  return ERROR_STATUS[code];
+}
+
+/** The answer of a DomainError in the shape of the API that was called. */
+export function domainErrorToHttp(err: DomainError, shape: ErrorShape = 'business'): HttpError {
+  const status = ERROR_STATUS[err.code];
+  const value = err.fields ?? err.message;
+  if (shape === 'operation') {
+    return new HttpError(status, { worked: false, ...err.extra, errors: { [err.code]: value }, code: err.code, detail: err.detail });
+  }
+  const body: Record<string, unknown> = {};
+  if (shape === 'business_worked') body.worked = false;
+  body.errors = { [err.code]: value };
+  if (err.extra) Object.assign(body, err.extra);
+  return new HttpError(status, body);
+}
+
+export { ERROR_CATALOG };
