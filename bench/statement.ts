@@ -35,10 +35,12 @@ async function main() {
         const to = Math.min(count, from + batch) - 1;
         await db.query(
           `INSERT INTO transactions (transaction_id, account_id, kind, type, direction, status, payment_status, stage,
-                                     end_to_end_id, amount, created_at, completed_at)
+                                     end_to_end_id, amount, created_at, completed_at, payer_name, payer_document, return_code)
            SELECT 'B' || ($3::bigint + g), $1, k.kind, k.type, k.direction, k.status, k.payment_status, k.stage,
                   'E' || lpad(($3::bigint + g)::text, 31, '0'), 100 + g % 1000,
-                  now() - (g * interval '30 seconds'), now() - (g * interval '30 seconds')
+                  now() - (g * interval '30 seconds'), now() - (g * interval '30 seconds'),
+                  CASE WHEN k.kind = 'cash_out' THEN 'Hot' END, CASE WHEN k.kind = 'cash_out' THEN '11444777000161' END,
+                  CASE WHEN k.kind = 'refund' THEN 'MD06' END
              FROM generate_series($2::bigint, $4::bigint) g
              CROSS JOIN LATERAL (${kindSql}) k`,
           [account, from, offset, to],
@@ -59,8 +61,8 @@ async function main() {
     await fill(1, Math.floor(ROWS / 4), `SELECT 'charge'::text AS kind, 'pix'::text AS type, 'inbound'::text AS direction, 2::smallint AS status, NULL::text AS payment_status, 3::smallint AS stage`, 10_000_000);
     await fill(2, Math.floor(ROWS / 4), mix, 20_000_000);
     await db.query(
-      `INSERT INTO transactions (transaction_id, account_id, kind, type, direction, status, payment_status, stage, amount)
-       SELECT 'F' || g, 1, 'cash_out', 'pix', 'outbound', 2, 'processing', 2, 100 FROM generate_series(1, 100) g`,
+      `INSERT INTO transactions (transaction_id, account_id, kind, type, direction, status, payment_status, stage, amount, payer_name, payer_document)
+       SELECT 'F' || g, 1, 'cash_out', 'pix', 'outbound', 2, 'processing', 2, 100, 'Hot', '11444777000161' FROM generate_series(1, 100) g`,
     );
     await db.exec('ANALYZE transactions');
     const [{ n }] = (await db.query<{ n: number }>('SELECT count(*)::bigint AS n FROM transactions')) as [{ n: number }];

@@ -266,6 +266,8 @@ describe.each(BACKENDS)('POST /pix/cash-in on %s', (backend) => {
         status: TX_STATUS.completed,
         amount: 100,
         external_id: 'payout-1',
+        payer_name: 'Loja',
+        payer_document: '11444777000161',
       }),
     );
     const res = await m.client.post('/pix/cash-in', { amount: 1, external_id: 'payout-1' });

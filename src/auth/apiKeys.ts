@@ -1,5 +1,5 @@
 import type { Database, Sql } from '../db/db.js';
-import { badRequest, notFound } from '../http/errors.js';
+import { DomainError, invalidFields } from '../errors/catalog.js';
 import { newClientId, newSecret } from '../lib/ids.js';
 import * as merchants from '../merchants/repository.js';
 import type { Permission } from './permissions.js';
@@ -33,11 +33,11 @@ export interface CreateApiKeyInput {
 export async function createApiKey(db: Database, input: CreateApiKeyInput): Promise<{ key: ApiKeyRow; clientSecret: string }> {
   return db.transaction(async (tx) => {
     const merchant = await merchants.findMerchant(tx, input.merchantId);
-    if (!merchant) throw badRequest({ merchant_id: ['does not exist'] });
+    if (!merchant) throw invalidFields({ merchant_id: ['does not exist'] });
     if (input.accountId != null) {
       const account = await merchants.findAccount(tx, input.accountId);
       if (!account || account.merchant_id !== merchant.id) {
-        throw badRequest({ account_id: ['does not belong to the merchant'] });
+        throw invalidFields({ account_id: ['does not belong to the merchant'] });
       }
     }
     const clientSecret = newSecret('sk_');
@@ -76,7 +76,7 @@ export async function updateApiKey(db: Database, clientId: string, patch: ApiKey
      WHERE client_id = $1 RETURNING *`,
     [clientId, patch.permissions ?? null, patch.ipWhitelist ?? null, patch.expiresAt !== undefined, patch.expiresAt ?? null],
   );
-  if (!key) throw notFound('API key not found');
+  if (!key) throw new DomainError('not_found', { message: 'API key not found' });
   return key;
 }
 
@@ -86,7 +86,7 @@ export async function revokeApiKey(db: Database, clientId: string): Promise<ApiK
      WHERE client_id = $1 RETURNING *`,
     [clientId],
   );
-  if (!key) throw notFound('API key not found');
+  if (!key) throw new DomainError('not_found', { message: 'API key not found' });
   return key;
 }
 

@@ -1,5 +1,5 @@
 import type { Database, Sql } from '../db/db.js';
-import { badRequest } from '../http/errors.js';
+import { invalidFields } from '../errors/catalog.js';
 import { newSecret } from '../lib/ids.js';
 import { findAccount } from '../merchants/repository.js';
 import { secretDigest } from './secrets.js';
@@ -15,7 +15,7 @@ export async function createCentralKey(
   accountId: number | null = null,
 ): Promise<{ id: number; apiKey: string; accountId: number | null }> {
   return db.transaction(async (tx) => {
-    if (accountId !== null && !(await findAccount(tx, accountId))) throw badRequest({ account_id: ['does not exist'] });
+    if (accountId !== null && !(await findAccount(tx, accountId))) throw invalidFields({ account_id: ['does not exist'] });
     const apiKey = newSecret('ck_');
     const [row] = await tx.query<{ id: number }>(
       'INSERT INTO central_api_keys (name, key_hash, account_id) VALUES ($1, $2, $3) RETURNING id',

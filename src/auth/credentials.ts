@@ -1,4 +1,3 @@
-import { pipelineError, SHAPE1, type HttpError } from '../http/errors.js';
 import type { Clock } from '../lib/clock.js';
 import type { KeyWithAccount } from './apiKeys.js';
 import { digestEquals, secretDigest } from './secrets.js';
@@ -33,6 +32,12 @@ export interface Authenticated {
   clientSecret: string;
 }
 
+/**
+ * Why credentials were refused (each is a 401 of the spec's shape 1; the edge writes it:
+ * src/http/errors.ts `credentialsRefused`). The names are those of SHAPE1's messages.
+ */
+export type CredentialRefusal = 'missingCredentials' | 'invalidCredentials' | 'inactiveKey' | 'expiredKey';
+
 /** Reads a key as stage 3 needs it: `ctx.credentials.apiKey` (cached) or `findKeyForAuth`. */
 export type KeyLookup = (clientId: string) => Promise<KeyWithAccount | undefined>;
 
@@ -40,17 +45,17 @@ export type KeyLookup = (clientId: string) => Promise<KeyWithAccount | undefined
  * Stage 3 of the pipeline. One query at most (none when the key is cached); the secret's digest is compared in constant time before
  * anything about the key (revoked, expired) is revealed.
  */
-export async function authenticate(findKey: KeyLookup, clock: Clock, header: string | undefined): Promise<Authenticated | HttpError> {
+export async function authenticate(findKey: KeyLookup, clock: Clock, header: string | undefined): Promise<Authenticated | { refused: CredentialRefusal }> {
   const presented = parseAuthorization(header);
-  if (presented === null) return pipelineError(401, SHAPE1.missingCredentials);
+  if (presented === null) return { refused: 'missingCredentials' };
   if (presented === 'malformed' || presented.clientId.length > 100 || presented.clientSecret.length > 200) {
-    return pipelineError(401, SHAPE1.invalidCredentials);
+    return { refused: 'invalidCredentials' };
   }
   const key = /^cli_[A-Za-z0-9]+$/.test(presented.clientId) ? await findKey(presented.clientId) : undefined;
   // Hash even when the key does not exist, so timing does not tell the two cases apart.
   const digest = secretDigest(presented.clientSecret);
-  if (!key || !digestEquals(digest, key.secret_hash)) return pipelineError(401, SHAPE1.invalidCredentials);
-  if (!key.active) return pipelineError(401, SHAPE1.inactiveKey);
-  if (key.expires_at && key.expires_at.getTime() <= clock.now().getTime()) return pipelineError(401, SHAPE1.expiredKey);
+  if (!key || !digestEquals(digest, key.secret_hash)) return { refused: 'invalidCredentials' };
+  if (!key.active) return { refused: 'inactiveKey' };
+  if (key.expires_at && key.expires_at.getTime() <= clock.now().getTime()) return { refused: 'expiredKey' };
   return { key, clientSecret: presented.clientSecret };
 }

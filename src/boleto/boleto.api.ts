@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { int, named, nonNegative, timestamp } from '../http/apiSchemas.js';
 import { defineRoutes, type RouteSpec } from '../http/routeSpec.js';
-import { BOLETO_ERRORS } from './errors.js';
+import { BOLETO_ERRORS } from '../http/boletoErrors.js';
 import type { BoletoEndpoint } from './rateLimit.js';
 import { BOLETO_STATUSES } from './repository.js';
 import * as S from './schemas.js';

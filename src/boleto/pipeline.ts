@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { CentralKeyRow } from '../auth/centralKeys.js';
 import type { AppContext } from '../context.js';
-import { BoletoError, RATE_LIMITED_MESSAGE, serviceUnavailable } from './errors.js';
+import { BoletoError, RATE_LIMITED_MESSAGE, serviceUnavailable } from '../http/boletoErrors.js';
 import {
   BoletoRateLimiter,
   bucketFor,

@@ -3,7 +3,7 @@ import { useJsonBodyParser } from '../http/jsonBody.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.js';
 import { safeSum } from '../lib/money.js';
-import { BoletoError, boletoErrorHandler, notFound, parseInput, successBody } from './errors.js';
+import { BoletoError, boletoErrorHandler, notFound, parseInput, successBody } from '../http/boletoErrors.js';
 import { boletoPipeline, callerOf } from './pipeline.js';
 import * as S from './schemas.js';
 import { boletoApi as api } from './boleto.api.js';

@@ -1,10 +1,9 @@
-import type { Config } from '../config.js';
 import type { Database, Sql } from '../db/db.js';
+import { DomainError, invalidFields } from '../errors/catalog.js';
 import { INSTITUTION_BOOK, post } from '../ledger/ledger.js';
 import type { Clock } from '../lib/clock.js';
 import { centsToBaseUnits } from '../lib/money.js';
 import { addDays, barcodeToLinhaDigitavel, buildBarcode, formatLinhaDigitavel, MAX_DAYS_AHEAD } from './barcode.js';
-import { BoletoError, notFound } from './errors.js';
 import * as repo from './repository.js';
 import type { CreateBoletoInput, PatchBoletoInput } from './schemas.js';
 
@@ -16,12 +15,13 @@ export interface CentralCaller {
   accountId: number | null;
 }
 
-/** What the boleto functions use (AppContext satisfies it). */
+/** What the boleto functions use (AppContext has it). */
 export interface BoletoDeps {
   db: Database;
   clock: Clock;
-  config: Pick<Config, 'institutionIspb'>;
+  config: { institutionIspb: string };
 }
+type Deps = BoletoDeps;
 
 /**
  * COMPE bank code printed in pixgate's barcodes. pixgate is a simulated institution without a
@@ -56,23 +56,17 @@ function checkDueDate(dueDate: string, now: Date) {
   const today = brasiliaToday(now);
   const last = addDays(today, MAX_DAYS_AHEAD);
   if (dueDate < today || dueDate > last) {
-    throw new BoletoError('VALIDATION_ERROR', 'The request has invalid fields', {
-      fields: { 'boleto.due_date': [`must be between ${today} and ${last}`] },
-    });
+    throw invalidFields({ 'boleto.due_date': [`must be between ${today} and ${last}`] });
   }
 }
 
-export async function createBoleto(deps: BoletoDeps, caller: CentralCaller, input: CreateBoletoInput): Promise<repo.BoletoRow> {
+export async function createBoleto(deps: Deps, caller: CentralCaller, input: CreateBoletoInput): Promise<repo.BoletoRow> {
   const now = deps.clock.now();
   checkDueDate(input.due_date, now);
   let beneficiaryAccountId: number | null = null;
   if (input.beneficiary_ispb === deps.config.institutionIspb) {
     if (caller.accountId === null) {
-      throw new BoletoError(
-        'BENEFICIARY_ACCOUNT_REQUIRED',
-        'beneficiary_ispb is this institution, but the API key has no beneficiary account to credit',
-        { beneficiary_ispb: input.beneficiary_ispb },
-      );
+      throw new DomainError('beneficiary_account_required', { extra: { beneficiary_ispb: input.beneficiary_ispb } });
     }
     beneficiaryAccountId = caller.accountId;
   }
@@ -84,42 +78,43 @@ export async function createBoleto(deps: BoletoDeps, caller: CentralCaller, inpu
     created_at: now,
   });
   if (!row) {
-    throw new BoletoError('BOLETO_ALREADY_EXISTS', `A boleto with nosso_numero ${input.nosso_numero} already exists`, {
-      nosso_numero: input.nosso_numero,
+    throw new DomainError('boleto_already_exists', {
+      message: `A boleto with nosso_numero ${input.nosso_numero} already exists`,
+      extra: { nosso_numero: input.nosso_numero },
     });
   }
   return row;
 }
 
-export async function getBoleto(deps: BoletoDeps, caller: CentralCaller, nossoNumero: string): Promise<repo.BoletoRow> {
+export async function getBoleto(deps: Deps, caller: CentralCaller, nossoNumero: string): Promise<repo.BoletoRow> {
   const row = await repo.findBoleto(deps.db, caller.id, nossoNumero);
-  if (!row) throw notFound('Boleto');
+  if (!row) throw new DomainError('not_found', { message: 'Boleto not found' });
   return row;
 }
 
-export function listBoletos(deps: BoletoDeps, caller: CentralCaller, filter: repo.BoletoFilter): Promise<repo.BoletoRow[]> {
+export function listBoletos(deps: Deps, caller: CentralCaller, filter: repo.BoletoFilter): Promise<repo.BoletoRow[]> {
   return repo.listBoletos(deps.db, caller.id, filter);
 }
 
 /** Runs `fn` on the caller's boleto under its row lock; 404 when there is none. */
 function withLockedBoleto<T>(
-  deps: BoletoDeps,
+  deps: Deps,
   caller: CentralCaller,
   nossoNumero: string,
   fn: (tx: Sql, boleto: repo.BoletoRow, now: Date) => Promise<T>,
 ): Promise<T> {
   return deps.db.transaction(async (tx) => {
     const boleto = await repo.findBoleto(tx, caller.id, nossoNumero, true);
-    if (!boleto) throw notFound('Boleto');
+    if (!boleto) throw new DomainError('not_found', { message: 'Boleto not found' });
     return fn(tx, boleto, deps.clock.now());
   });
 }
 
 /** New amount and/or due date, while the boleto is registered (before payment). */
-export function updateBoleto(deps: BoletoDeps, caller: CentralCaller, nossoNumero: string, patch: PatchBoletoInput): Promise<repo.BoletoRow> {
+export function updateBoleto(deps: Deps, caller: CentralCaller, nossoNumero: string, patch: PatchBoletoInput): Promise<repo.BoletoRow> {
   return withLockedBoleto(deps, caller, nossoNumero, async (tx, boleto, now) => {
     if (boleto.status !== 'registered') {
-      throw new BoletoError('BOLETO_NOT_MODIFIABLE', `A ${boleto.status} boleto cannot be changed`, { status: boleto.status });
+      throw new DomainError('boleto_not_modifiable', { message: `A ${boleto.status} boleto cannot be changed`, extra: { status: boleto.status } });
     }
     if (patch.due_date !== undefined) checkDueDate(patch.due_date, now);
     const amountCents = patch.amount_cents ?? boleto.amount_cents;
@@ -134,11 +129,11 @@ export function updateBoleto(deps: BoletoDeps, caller: CentralCaller, nossoNumer
 }
 
 /** registered → cancelled. Cancelling a cancelled boleto answers it again; a paid one cannot be. */
-export function cancelBoleto(deps: BoletoDeps, caller: CentralCaller, nossoNumero: string): Promise<repo.BoletoRow> {
+export function cancelBoleto(deps: Deps, caller: CentralCaller, nossoNumero: string): Promise<repo.BoletoRow> {
   return withLockedBoleto(deps, caller, nossoNumero, async (tx, boleto, now) => {
     if (boleto.status === 'cancelled') return boleto;
     if (boleto.status !== 'registered') {
-      throw new BoletoError('BOLETO_NOT_CANCELLABLE', `A ${boleto.status} boleto cannot be cancelled`, { status: boleto.status });
+      throw new DomainError('boleto_not_cancellable', { message: `A ${boleto.status} boleto cannot be cancelled`, extra: { status: boleto.status } });
     }
     return repo.setStatusFromRegistered(tx, boleto.id, 'cancelled', now);
   });
@@ -149,16 +144,14 @@ export function cancelBoleto(deps: BoletoDeps, caller: CentralCaller, nossoNumer
  * in the clearing book until settlement. Idempotent: paying a paid (or settled) boleto records
  * nothing and answers its current state. `amountCents`, when given, must be the boleto's amount.
  */
-export function payBoleto(deps: BoletoDeps, caller: CentralCaller, nossoNumero: string, amountCents?: number): Promise<repo.BoletoRow> {
+export function payBoleto(deps: Deps, caller: CentralCaller, nossoNumero: string, amountCents?: number): Promise<repo.BoletoRow> {
   return withLockedBoleto(deps, caller, nossoNumero, async (tx, boleto, now) => {
     if (amountCents !== undefined && amountCents !== boleto.amount_cents) {
-      throw new BoletoError('PAYMENT_MISMATCH', 'amount_cents differs from the amount of the boleto', {
-        amount_cents: boleto.amount_cents,
-      });
+      throw new DomainError('boleto_payment_mismatch', { extra: { amount_cents: boleto.amount_cents } });
     }
     if (boleto.status === 'paid' || boleto.status === 'settled') return boleto;
     if (boleto.status === 'cancelled') {
-      throw new BoletoError('BOLETO_NOT_PAYABLE', 'A cancelled boleto cannot be paid', { status: boleto.status });
+      throw new DomainError('boleto_not_payable', { message: 'A cancelled boleto cannot be paid', extra: { status: boleto.status } });
     }
     const paid = await repo.setStatusFromRegistered(tx, boleto.id, 'paid', now);
     const amount = centsToBaseUnits(boleto.amount_cents);

@@ -2,8 +2,8 @@ import type { Sql } from '../db/db.js';
 import { INSTITUTION_BOOK, post, type BookRef } from '../ledger/ledger.js';
 import { newTransactionId, newUuid, TX_PREFIX } from '../lib/ids.js';
 import { centsToBaseUnits, safeSum } from '../lib/money.js';
+import { DomainError } from '../errors/catalog.js';
 import { insertTransaction, TX_STATUS } from '../transactions/repository.js';
-import { notFound } from './errors.js';
 import * as repo from './repository.js';
 import type { BoletoDeps, CentralCaller } from './service.js';
 
@@ -113,7 +113,7 @@ export function listSettlements(deps: Deps, caller: CentralCaller, f: { beforeSe
 
 export async function getSettlement(deps: Deps, caller: CentralCaller, id: string) {
   const settlement = await repo.findSettlement(deps.db, caller.id, id);
-  if (!settlement) throw notFound('Settlement');
+  if (!settlement) throw new DomainError('not_found', { message: 'Settlement not found' });
   return { settlement, nossoNumeros: await repo.settlementNossoNumeros(deps.db, id) };
 }
 

@@ -49,6 +49,16 @@ export const ERROR_CATALOG = {
   account_inactive: 'Account is not active',
   destination_inactive: 'The destination account is not active; the transfer failed',
   destination_cannot_receive: 'The destination account cannot receive this transfer; the transfer failed',
+  // Webhook registration (docs/webhooks.md): refusals with a wire form of their own (src/http/errorMap.ts CODE_BODY).
+  webhook_url_refused: 'The webhook URL is refused',
+  invalid_events: 'events is invalid',
+  // Boleto central API (docs/boleto-api.md): written at the boleto edge with its UPPER_CASE wire codes.
+  boleto_already_exists: 'A boleto with this nosso_numero already exists',
+  boleto_not_modifiable: 'The boleto cannot be changed',
+  boleto_not_cancellable: 'The boleto cannot be cancelled',
+  boleto_not_payable: 'The boleto cannot be paid',
+  boleto_payment_mismatch: 'amount_cents differs from the amount of the boleto',
+  beneficiary_account_required: 'beneficiary_ispb is this institution, but the API key has no beneficiary account to credit',
 } as const satisfies Record<string, string>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOG;

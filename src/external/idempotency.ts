@@ -322,13 +322,17 @@ export class IdempotencyStore {
     if (row.request_hash !== hash) return { kind: 'mismatch' };
     if (row.status === 'completed') return { kind: 'replay', answer: { statusCode: row.response_status!, body: row.response_body! } };
     // The request that held it never answered (crashed): take the key over with a new token. A
-    // lease ending later than one taken now would was written before the wall clock stepped back:
-    // it is over too (the holder, if alive, loses the key: its writes check the token).
-    if (row.locked_until <= now || row.locked_until > lease) {
+    // lease ending more than one whole lease later than one taken now was written before the wall
+    // clock stepped back: it is over too (the holder, if alive, loses the key: its writes check
+    // the token). Only past that horizon: leases taken by processes whose clocks differ by less
+    // than a lease — other app nodes, or a request whose batch committed after a later one's —
+    // are live and are waited for.
+    const horizon = new Date(lease.getTime() + this.leaseMs);
+    if (row.locked_until <= now || row.locked_until > horizon) {
       const taken = await this.db.query<{ id: number }>(
         `UPDATE idempotency_keys SET owner_token = $2, locked_until = $3
-          WHERE id = $1 AND status = 'in_progress' AND (locked_until <= $4 OR locked_until > $3) RETURNING id`,
-        [row.id, token, lease, now],
+          WHERE id = $1 AND status = 'in_progress' AND (locked_until <= $4 OR locked_until > $5) RETURNING id`,
+        [row.id, token, lease, now, horizon],
       );
       if (taken[0]) return { kind: 'claimed', claim: this.newClaim(scope, row.id, token, row.resource_id) };
     }

@@ -5,8 +5,7 @@ import { CHECK_VIOLATION, constraintName, isDatabaseUnavailable, sqlState } from
 import { BOUND_CONSTRAINTS } from '../ledger/ledger.js';
 import { OverloadedError } from '../lib/batcher.js';
 import { AmountTooLargeError } from '../lib/money.js';
-import { DomainError } from '../errors/catalog.js';
-import { domainErrorToHttp, type ErrorShape } from './errorMap.js';
+import { asHttpError, type ErrorShape } from './errorMap.js';
 import { badRequest, businessError, HttpError, internalError, serviceUnavailable } from './errors.js';
 
 /**
@@ -23,8 +22,8 @@ export function errorHandler(error: FastifyError | HttpError | Error, request: F
 }
 
 export function toHttpError(error: unknown, request: FastifyRequest): HttpError {
-  if (error instanceof HttpError) return error;
-  if (error instanceof DomainError) return domainErrorToHttp(error, errorShapeOf(request));
+  const refusal = asHttpError(error, errorShapeOf(request));
+  if (refusal) return refusal;
   // PostgreSQL down, restarting or dropping connections: "retry later", never 4xx/500 with the
   // driver's text (hosts, ports). The Idempotency-Key, if any, is freed (src/external/pipeline.ts).
   if (isDatabaseUnavailable(error)) return serviceUnavailable();

@@ -1,4 +1,4 @@
-import { ERROR_CATALOG, type DomainError, type ErrorCode } from '../errors/catalog.js';
+import { DomainError, ERROR_CATALOG, type ErrorCode } from '../errors/catalog.js';
 import { HttpError } from './errors.js';
 
 /** The one status of each code of the catalog (src/errors/catalog.ts). */
@@ -25,6 +25,14 @@ export const ERROR_STATUS = {
   account_inactive: 422,
   destination_inactive: 422,
   destination_cannot_receive: 422,
+  webhook_url_refused: 422,
+  invalid_events: 400,
+  boleto_already_exists: 409,
+  boleto_not_modifiable: 409,
+  boleto_not_cancellable: 409,
+  boleto_not_payable: 409,
+  boleto_payment_mismatch: 422,
+  beneficiary_account_required: 422,
 } as const satisfies Record<ErrorCode, number>;
 
 /**
@@ -40,9 +48,21 @@ export function statusOf(code: ErrorCode): number {
   return ERROR_STATUS[code];
 }
 
+/**
+ * Codes whose answer has one wire form whatever the route's shape (the spec fixes it):
+ *   webhook_url_refused  {worked: false, detail}          shape 3 of POST /webhooks (scheme, private destination)
+ *   invalid_events       {errors: {events: [<message>]}}  POST /webhooks `events` refusals
+ */
+const CODE_BODY: Partial<Record<ErrorCode, (err: DomainError) => unknown>> = {
+  webhook_url_refused: (err) => ({ worked: false, detail: err.detail }),
+  invalid_events: (err) => ({ errors: { events: [err.message] } }),
+};
+
 /** The answer of a DomainError in the shape of the API that was called. */
 export function domainErrorToHttp(err: DomainError, shape: ErrorShape = 'business'): HttpError {
   const status = ERROR_STATUS[err.code];
+  const fixed = CODE_BODY[err.code];
+  if (fixed) return new HttpError(status, fixed(err));
   const value = err.fields ?? err.message;
   if (shape === 'operation') {
     return new HttpError(status, { worked: false, ...err.extra, errors: { [err.code]: value }, code: err.code, detail: err.detail });
@@ -55,3 +75,14 @@ export function domainErrorToHttp(err: DomainError, shape: ErrorShape = 'busines
 }
 
 export { ERROR_CATALOG };
+
+/**
+ * The HTTP answer of a refusal, for edge code that shows or inspects one itself (the portal's
+ * messages and statuses): an HttpError as it is, a DomainError in `shape`; undefined for anything
+ * else (a fault, not a refusal).
+ */
+export function asHttpError(err: unknown, shape: ErrorShape = 'business'): HttpError | undefined {
+  if (err instanceof HttpError) return err;
+  if (err instanceof DomainError) return domainErrorToHttp(err, shape);
+  return undefined;
+}

@@ -8,6 +8,7 @@
  * writes it.
  */
 export { addField, newFieldMap, type FieldMap } from '../errors/catalog.js';
+import type { CredentialRefusal } from '../auth/credentials.js';
 import type { FieldMap } from '../errors/catalog.js';
 
 export class HttpError extends Error {
@@ -38,6 +39,11 @@ export const SHAPE1 = {
   idempotencyKeyTooLong: 'Idempotency-Key must be at most 256 characters',
   rateLimited: 'Too many requests. Please try again later.',
 } as const;
+
+/** Shape 1: the 401 of credentials src/auth/credentials.ts `authenticate` refused. */
+export function credentialsRefused(reason: CredentialRefusal): HttpError {
+  return pipelineError(401, SHAPE1[reason]);
+}
 
 /** Shape 2. */
 export function permissionError(permission: string): HttpError {

@@ -142,7 +142,7 @@ async function insertMedRefund(tx: Sql, ctx: AppContext, infraction: InfractionR
       description: MED.refundDescription,
       returnCode: medReturnCode(infraction.reason),
       now,
-      metadata: { infraction_id: infraction.id },
+      infractionId: infraction.id,
     }),
   );
   return { ...row, merchant_id: infraction.merchant_id };

@@ -38,7 +38,7 @@ export async function sendMedRefund(ctx: AppContext, row: OwnedTransaction): Pro
 }
 
 async function infractionOf(tx: Sql, row: OwnedTransaction) {
-  return repo.lockInfraction(tx, String(row.metadata.infraction_id));
+  return repo.lockInfraction(tx, row.infraction_id!);
 }
 
 /** blocked -> central bank, settled, pix.refund.completed (status settled). The account is locked. */
@@ -71,7 +71,7 @@ export async function onMedReturnRejected(tx: Sql, ctx: AppContext, n: Of<'retur
   const failed = await pix.updateState(
     tx,
     row.id,
-    { status: TX_STATUS.failed, payment_status: 'failed', stage: 3, metadata: { reason_code: n.reasonCode, reason: n.reason, failed_at: now.toISOString() } },
+    { status: TX_STATUS.failed, payment_status: 'failed', stage: 3, reason_code: n.reasonCode, reason: n.reason, metadata: { failed_at: now.toISOString() } },
     now,
   );
   const infraction = await infractionOf(tx, row);
@@ -82,7 +82,7 @@ export async function onMedReturnRejected(tx: Sql, ctx: AppContext, n: Of<'retur
 
 /** pix.refund.completed / .failed of a MED return: the refund's fields, the infraction's, the totals. */
 async function emitRefundOutcome(tx: Sql, refund: OwnedTransaction, event: string, extra: Record<string, unknown>): Promise<void> {
-  const infraction = (await repo.findInfraction(tx, String(refund.metadata.infraction_id)))!;
+  const infraction = (await repo.findInfraction(tx, refund.infraction_id!))!;
   const original = (await pix.findById(tx, refund.original_id!))!;
   const totals = await pix.refundTotals(tx, original.id);
   await emitMedEvent(tx, infraction, event, {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { constraintName, sqlState, UNIQUE_VIOLATION, type Database, type Sql } from '../db/db.js';
+import { DomainError } from '../errors/catalog.js';
 import { emitEvent } from '../events/outbox.js';
-import { conflict, notFound } from '../http/errors.js';
 import { canonicalStringify } from '../lib/canonicalJson.js';
 import { isoZ, type Clock } from '../lib/clock.js';
 import { newTransactionId, TX_PREFIX } from '../lib/ids.js';
@@ -32,13 +32,13 @@ export interface AccountView {
 
 export async function getAccount(db: Database, accountId: number): Promise<AccountView> {
   const account = await repo.findAccount(db, accountId);
-  if (!account) throw notFound('account not found');
+  if (!account) throw new DomainError('not_found', { message: 'account not found' });
   return { account, balances: await readBalances(db, accountId) };
 }
 
 export async function updateAccount(db: Database, accountId: number, patch: repo.AccountPatch): Promise<AccountView> {
   const account = await db.transaction((tx) => repo.updateAccount(tx, accountId, patch));
-  if (!account) throw notFound('account not found');
+  if (!account) throw new DomainError('not_found', { message: 'account not found' });
   return { account, balances: await readBalances(db, accountId) };
 }
 
@@ -74,13 +74,13 @@ export async function deposit(
     if (key === undefined) return undefined;
     const found = await repo.findDepositKey(sql, input.accountId, key);
     if (!found) return undefined;
-    if (found.fingerprint !== fingerprint) throw conflict('Idempotency-Key was already used for a different deposit on this account');
+    if (found.fingerprint !== fingerprint) throw new DomainError('conflict', { message: 'Idempotency-Key was already used for a different deposit on this account' });
     return { transactionId: found.transaction_id, amount: found.amount, replayed: true };
   };
   try {
     return await db.transaction(async (tx) => {
       const account = await repo.findAccount(tx, input.accountId);
-      if (!account) throw notFound('account not found');
+      if (!account) throw new DomainError('not_found', { message: 'account not found' });
       const earlier = await replay(tx);
       if (earlier) return earlier;
       const now = clock.now();

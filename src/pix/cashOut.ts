@@ -644,13 +644,9 @@ function decide(ctx: AppContext, items: readonly ReserveRequest[], accounts: Map
         recipient_document: destination.document,
         recipient_ispb: destination.ispb,
         request_fingerprint: cmd.fingerprint,
-        metadata: {
-          recipient_bank_name: destination.bankName,
-          txid: cmd.txid,
-          emv: cmd.emv,
-          payer: { name: state.holder_name, document: state.holder_document },
-          limit_windows: windows,
-        },
+        payer_name: state.holder_name,
+        payer_document: state.holder_document,
+        metadata: { recipient_bank_name: destination.bankName, txid: cmd.txid, emv: cmd.emv },
         created_at: now,
         claim: item.key.claim ?? null,
       };
@@ -774,11 +770,7 @@ function reserve(tx: Sql, accountId: number, transactionId: string, total: numbe
 /** pending -> available: the reservation given back (rejection, failure), and the limit windows. */
 export async function releaseReservation(tx: Sql, row: OwnedTransaction, kind: string, now: Date): Promise<void> {
   await movePending(tx, 'release', { kind, reference: row.transaction_id, accountId: row.account_id, amount: addMoney(row.amount, row.fee_amount), now });
-  const windows = ((row.metadata.limit_windows as { kind: 'day' | 'night'; start: string }[] | undefined) ?? []).map((w) => ({
-    kind: w.kind,
-    start: new Date(w.start),
-  }));
-  await repo.addUsage(tx, row.account_id, windows, -row.amount);
+  await repo.addUsage(tx, row.account_id, repo.windowsOf(row), -row.amount);
 }
 
 /** The same external_id again: 409 for another command, else the original order resumed or answered. */
@@ -796,11 +788,11 @@ async function repeat(ctx: AppContext, existing: OwnedTransaction, cmd: CashOutC
  */
 async function resume(ctx: AppContext, existing: OwnedTransaction, key: CashOutKey): Promise<CashOutAnswer> {
   if (existing.stage === 1) return submit(ctx, existing, key);
-  if (existing.metadata.resumable === true) {
+  if (existing.resumable) {
     const resumed = await ctx.db.transaction(async (tx) => {
       const balances = await lockAccount(tx, existing.account_id);
       const row = await repo.lockTransaction(tx, existing.id);
-      if (row.metadata.resumable !== true) return row;
+      if (!row.resumable) return row;
       const account = (await merchants.findAccount(tx, row.account_id))!;
       const now = ctx.clock.now();
       const windows = await reserveWithinLimits(tx, account, balances.safe, row.amount, row.fee_amount, now);
@@ -808,7 +800,7 @@ async function resume(ctx: AppContext, existing: OwnedTransaction, key: CashOutK
       return repo.updateState(
         tx,
         row.id,
-        { status: TX_STATUS.pending, payment_status: 'processing', stage: 1, metadata: { resumable: false, failure_code: null, limit_windows: windows } },
+        { status: TX_STATUS.pending, payment_status: 'processing', stage: 1, resumable: false, reason_code: null, limit_windows: windows },
         now,
       );
     });
@@ -819,12 +811,12 @@ async function resume(ctx: AppContext, existing: OwnedTransaction, key: CashOutK
 }
 
 export function paymentOrder(row: OwnedTransaction, institutionIspb: string): PaymentOrder {
-  const meta = row.metadata as { payer: { name: string; document: string }; txid?: string | null };
+  const meta = row.metadata as { txid?: string | null };
   return {
     endToEndId: row.end_to_end_id!,
     transactionId: row.transaction_id,
     amount: row.amount,
-    payer: { name: meta.payer.name, document: meta.payer.document, ispb: institutionIspb, accountId: row.account_id },
+    payer: { name: row.payer_name!, document: row.payer_document!, ispb: institutionIspb, accountId: row.account_id },
     receiverKey: row.recipient_key!,
     description: row.description || null,
     txid: meta.txid ?? null,
@@ -929,7 +921,8 @@ export async function applyPaymentAck(
         status: TX_STATUS.failed,
         payment_status: 'failed',
         stage: 3,
-        metadata: { failure_code: 'provider_timeout', resumable: !options.emitTimeoutFailure },
+        reason_code: 'provider_timeout',
+        resumable: !options.emitTimeoutFailure,
       },
       now,
     );

@@ -54,7 +54,6 @@ export function refundTotalsBody(originalAmount: number, executed: number, thisA
 
 /** What every `pix.refund.*` event says about the refund. */
 export function refundBody(refund: OwnedTransaction, original: OwnedTransaction): Payload {
-  const meta = refund.metadata as { return_code?: string };
   return {
     transaction_id: refund.transaction_id,
     end_to_end_id: refund.end_to_end_id,
@@ -63,7 +62,7 @@ export function refundBody(refund: OwnedTransaction, original: OwnedTransaction)
     account_id: refund.account_id,
     amount: refund.amount,
     original_amount: original.amount,
-    reason: meta.return_code ?? null,
+    reason: refund.return_code,
     description: refund.description,
     created_at: isoZ(refund.created_at),
   };

@@ -58,10 +58,10 @@ export async function onPaymentAccepted(tx: Sql, ctx: AppContext, n: Of<'payment
 
 export async function onPaymentHeld(tx: Sql, ctx: AppContext, n: Of<'payment.held'>): Promise<void> {
   const row = await lockPayout(tx, ctx, n.endToEndId, false);
-  if (!row || row.stage === 3 || row.metadata.held_at) return;
+  if (!row || row.stage === 3 || row.held_at) return;
   await announceAcceptance(tx, row);
   const now = ctx.clock.now();
-  const held = await repo.updateState(tx, row.id, { stage: 2, payment_status: 'processing', metadata: { held_at: now.toISOString() } }, now);
+  const held = await repo.updateState(tx, row.id, { stage: 2, payment_status: 'processing', held_at: now }, now);
   await emitFor(tx, 'pix.payout.held', held, { ...payoutBody(held), held_at: now.toISOString() });
 }
 
@@ -118,7 +118,7 @@ export async function onPaymentRejected(tx: Sql, ctx: AppContext, n: Of<'payment
   const rejected = await repo.updateState(
     tx,
     row.id,
-    { status: TX_STATUS.rejected, payment_status: 'rejected', stage: 3, metadata: { reason_code: n.reasonCode, reason: n.reason, rejected_at: now.toISOString() } },
+    { status: TX_STATUS.rejected, payment_status: 'rejected', stage: 3, reason_code: n.reasonCode, reason: n.reason, metadata: { rejected_at: now.toISOString() } },
     now,
   );
   await emitFor(tx, 'pix.payout.failed', rejected, {
@@ -164,7 +164,8 @@ export async function onPaymentReturned(tx: Sql, ctx: AppContext, n: Of<'payment
     payer_ispb: row.recipient_ispb,
     payer_bank_name: bankName(row.recipient_ispb),
     original_id: row.id,
-    metadata: { return_code: n.returnCode, original_transaction_id: row.transaction_id },
+    return_code: n.returnCode,
+    metadata: { original_transaction_id: row.transaction_id },
     created_at: n.returnedAt,
     completed_at: n.returnedAt,
   });

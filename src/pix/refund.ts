@@ -89,7 +89,7 @@ export async function refund(ctx: AppContext, merchantId: number, req: RefundReq
 export function returnRecord(
   ctx: AppContext,
   original: OwnedTransaction,
-  r: { prefix: string; kind: string; amount: number; description: string; returnCode: string; now: Date; metadata?: Record<string, unknown> },
+  r: { prefix: string; kind: string; amount: number; description: string; returnCode: string; now: Date; infractionId?: string },
 ): NewTransaction {
   return {
     transaction_id: newTransactionId(r.prefix, r.now),
@@ -107,12 +107,12 @@ export function returnRecord(
     recipient_document: original.payer_document,
     recipient_ispb: original.payer_ispb,
     original_id: original.id,
+    return_code: r.returnCode,
+    ...(r.infractionId !== undefined ? { infraction_id: r.infractionId } : {}),
     metadata: {
-      return_code: r.returnCode,
       original_transaction_id: original.transaction_id,
       original_end_to_end_id: original.end_to_end_id,
       recipient_bank_name: original.payer_bank_name,
-      ...r.metadata,
     },
     created_at: r.now,
   };
@@ -124,7 +124,7 @@ export function returnOrder(row: OwnedTransaction, original: Pick<OwnedTransacti
     transactionId: row.transaction_id,
     originalEndToEndId: original.end_to_end_id!,
     amount: row.amount,
-    returnCode: String(row.metadata.return_code),
+    returnCode: row.return_code!,
     description: row.description,
   };
 }
@@ -159,7 +159,7 @@ function refundAnswer(current: OwnedTransaction, original: OwnedTransaction): { 
       original_transaction_id: original.transaction_id,
       original_end_to_end_id: original.end_to_end_id,
       amount: current.amount,
-      reason: String(current.metadata.return_code),
+      reason: current.return_code!,
       description: current.description,
       status: settled ? 'settled' : 'accepted',
       detail: settled ? 'Refund settled' : 'Refund accepted; the outcome follows as pix.refund.completed or pix.refund.failed',
@@ -260,7 +260,7 @@ export async function onReturnRejected(tx: Sql, ctx: AppContext, n: Of<'return.r
   const failed = await repo.updateState(
     tx,
     row.id,
-    { status: TX_STATUS.failed, payment_status: 'failed', stage: 3, metadata: { reason_code: n.reasonCode, reason: n.reason, failed_at: now.toISOString() } },
+    { status: TX_STATUS.failed, payment_status: 'failed', stage: 3, reason_code: n.reasonCode, reason: n.reason, metadata: { failed_at: now.toISOString() } },
     now,
   );
   const original = (await repo.findById(tx, row.original_id!))!;
@@ -280,17 +280,16 @@ export async function getRefund(ctx: AppContext, merchantId: number, id: string)
   if (!row || (row.kind !== 'refund' && row.kind !== 'med_refund')) throw notFound('Refund not found', { worked: true });
   const original = (await repo.findById(ctx.db, row.original_id!))!;
   const totals = await repo.refundTotals(ctx.db, original.id);
-  const meta = row.metadata as { return_code?: string; reason_code?: string; reason?: string; infraction_id?: string };
   return {
     worked: true,
     id: row.id,
     ...refundBody(row, original),
     status: row.status === TX_STATUS.completed ? 'settled' : row.status === TX_STATUS.pending ? 'accepted' : 'failed',
     ...refundTotalsBody(original.amount, totals.executed, row.amount),
-    reason_code: meta.reason_code ?? null,
-    failure_reason: meta.reason ?? null,
+    reason_code: row.reason_code,
+    failure_reason: row.reason,
     // A MED refund (executed by the MED flow) names its infraction.
-    infraction_id: meta.infraction_id ?? null,
+    infraction_id: row.infraction_id,
     completed_at: isoZ(row.completed_at),
     updated_at: isoZ(row.updated_at),
   };

@@ -56,11 +56,35 @@ export interface StateChange {
   completed_at?: Date;
   /** What the receiver returned of a cash-out so far (base units). */
   returned_amount?: number;
+  /** Typed state (migration 0850): left as it is when undefined; `reason_code` null clears the reason. */
+  resumable?: boolean;
+  held_at?: Date;
+  reason_code?: string | null;
+  reason?: string | null;
+  /** The limit windows a cash-out's new reservation counted in (replacing the earlier ones). */
+  limit_windows?: readonly UsageWindow[];
   /** Merged into the record's metadata (top-level keys replaced). */
   metadata?: Record<string, unknown>;
 }
 
+/** The limit windows of a cash-out as its columns hold them (day, night). */
+export function windowColumns(windows: readonly UsageWindow[]): { limit_day_start: Date | null; limit_night_start: Date | null } {
+  return {
+    limit_day_start: windows.find((w) => w.kind === 'day')?.start ?? null,
+    limit_night_start: windows.find((w) => w.kind === 'night')?.start ?? null,
+  };
+}
+
+/** The limit windows a cash-out's reservation counted in, from its columns. */
+export function windowsOf(row: Pick<OwnedTransaction, 'limit_day_start' | 'limit_night_start'>): UsageWindow[] {
+  const windows: UsageWindow[] = [];
+  if (row.limit_day_start) windows.push({ kind: 'day', start: row.limit_day_start });
+  if (row.limit_night_start) windows.push({ kind: 'night', start: row.limit_night_start });
+  return windows;
+}
+
 export async function updateState(tx: Sql, id: string, change: StateChange, now: Date): Promise<OwnedTransaction> {
+  const windows = change.limit_windows ? windowColumns(change.limit_windows) : null;
   const [row] = await tx.query<OwnedTransaction>(
     `WITH t AS (
        UPDATE transactions SET
@@ -70,7 +94,13 @@ export async function updateState(tx: Sql, id: string, change: StateChange, now:
          completed_at = COALESCE($5, completed_at),
          metadata = metadata || $6::jsonb,
          updated_at = $7,
-         returned_amount = COALESCE($8, returned_amount)
+         returned_amount = COALESCE($8, returned_amount),
+         resumable = COALESCE($9, resumable),
+         held_at = COALESCE($10, held_at),
+         reason_code = CASE WHEN $11 THEN $12 ELSE reason_code END,
+         reason = CASE WHEN $11 THEN $13 ELSE reason END,
+         limit_day_start = CASE WHEN $14 THEN $15 ELSE limit_day_start END,
+         limit_night_start = CASE WHEN $14 THEN $16 ELSE limit_night_start END
        WHERE id = $1 RETURNING *)
      SELECT t.*, a.merchant_id FROM t JOIN accounts a ON a.id = t.account_id`,
     [
@@ -82,6 +112,14 @@ export async function updateState(tx: Sql, id: string, change: StateChange, now:
       JSON.stringify(change.metadata ?? {}),
       now,
       change.returned_amount ?? null,
+      change.resumable ?? null,
+      change.held_at ?? null,
+      change.reason_code !== undefined,
+      change.reason_code ?? null,
+      change.reason ?? null,
+      windows !== null,
+      windows?.limit_day_start ?? null,
+      windows?.limit_night_start ?? null,
     ],
   );
   return row!;
@@ -344,6 +382,9 @@ export interface NewCashOut {
   recipient_document: string;
   recipient_ispb: string;
   request_fingerprint: string;
+  /** The payer of the payment order: the account's holder. */
+  payer_name: string;
+  payer_document: string;
   metadata: Record<string, unknown>;
   created_at: Date;
   /** The Idempotency-Key claim to bind to the record (id, owner token), if any. */
@@ -355,7 +396,7 @@ const CASH_OUT_ITEMS = `items AS MATERIALIZED (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(
          n int, id uuid, account_id bigint, transaction_id text, end_to_end_id text, external_id text, amount bigint, fee_amount bigint,
          description text, counterparty_name text, recipient_key text, recipient_key_type text, recipient_document text,
-         recipient_ispb text, request_fingerprint text, metadata jsonb, created_at timestamptz, claim_id bigint, claim_token uuid))`;
+         recipient_ispb text, request_fingerprint text, payer_name text, payer_document text, metadata jsonb, created_at timestamptz, claim_id bigint, claim_token uuid))`;
 
 /**
  * The limit windows of a batch (`$2`, `cashOutWindowsJson`) as the writing statements take them.
@@ -387,10 +428,12 @@ function cashOutWrites(source: string): string {
      records AS (
        INSERT INTO transactions (id, transaction_id, account_id, kind, type, direction, status, payment_status, stage,
          end_to_end_id, external_id, amount, fee_amount, description, counterparty_name, recipient_key, recipient_key_type,
-         recipient_document, recipient_ispb, request_fingerprint, metadata, created_at)
+         recipient_document, recipient_ispb, request_fingerprint, payer_name, payer_document, limit_day_start, limit_night_start,
+         metadata, created_at)
        SELECT id, transaction_id, account_id, 'cash_out', 'pix', 'outbound', 2, 'processing', 1,
          end_to_end_id, external_id, amount, fee_amount, description, counterparty_name, recipient_key, recipient_key_type,
-         recipient_document, recipient_ispb, request_fingerprint, metadata, created_at
+         recipient_document, recipient_ispb, request_fingerprint, payer_name, payer_document,
+         (SELECT start FROM windows WHERE kind = 'day'), (SELECT start FROM windows WHERE kind = 'night'), metadata, created_at
          FROM ${source} ORDER BY n
        RETURNING *),
      lt AS (

@@ -15,7 +15,7 @@ import { creditedOrRefused, unwrap } from './outcome.js';
 /**
  * The sandbox's simulations of the other side of the PIX network, as functions: the sandbox API
  * (operator token, src/sandbox/*.routes.ts) and the merchant portal's sandbox panel (the merchant's
- * key, src/portal/routes.ts) both call them, each with its own authorization and its own record of
+ * key, src/portal/pages/sandbox.ts) both call them, each with its own authorization and its own record of
  * who acted. Each returns after the service applied its effect; refusals are business errors.
  */
 

@@ -137,7 +137,7 @@ async function resolveDestination(ctx: AppContext, source: TefSource, cmd: TefCo
 }
 
 function answerOf(row: OwnedTransaction): TefResponse {
-  const meta = row.metadata as { to_account_id?: number | null; failure_code?: string; failure_detail?: string; from_account_id?: number };
+  const meta = row.metadata as { to_account_id?: number | null; from_account_id?: number };
   const settled = row.status === TX_STATUS.completed;
   return {
     worked: settled,
@@ -154,13 +154,13 @@ function answerOf(row: OwnedTransaction): TefResponse {
     description: row.description || null,
     created_at: isoZ(row.created_at)!,
     completed_at: isoZ(row.completed_at),
-    detail: settled ? 'Transfer settled' : (meta.failure_detail ?? 'Transfer failed'),
+    detail: settled ? 'Transfer settled' : (row.reason ?? 'Transfer failed'),
   };
 }
 
 /** The error of a recorded failed transfer (422, with the record's ids). */
 function failureOf(body: TefResponse, row: OwnedTransaction): HttpError {
-  const code = (row.metadata as { failure_code?: RecordedFailure }).failure_code ?? 'insufficient_balance';
+  const code = (row.reason_code as RecordedFailure | null) ?? 'insufficient_balance';
   return tefError(code, { detail: body.detail, extra: { final: true, status: 'failed', transaction_id: body.transaction_id, external_id: body.external_id, amount: body.amount } });
 }
 
@@ -267,10 +267,8 @@ export async function transfer(ctx: AppContext, source: TefSource, cmd: TefComma
       recipient_document: to.holder_document,
       recipient_ispb: ctx.config.institutionIspb,
       request_fingerprint: cmd.fingerprint,
-      metadata: {
-        to_account_id: destination.sameMerchant ? to.id : null,
-        ...(failure ? { failure_code: failure.code, failure_detail: failure.detail } : {}),
-      },
+      ...(failure ? { reason_code: failure.code, reason: failure.detail } : {}),
+      metadata: { to_account_id: destination.sameMerchant ? to.id : null },
       completed_at: failure ? null : now,
     });
     const sourceOwned: OwnedTransaction = { ...source_row, merchant_id: from.merchant_id };

@@ -33,6 +33,23 @@ export interface TransactionRow {
   request_fingerprint: string | null;
   /** What the receiver returned of a cash-out (base units; 0 for any other record). */
   returned_amount: number;
+  /** The limit windows a cash-out's reservation counted in (null: not counted in that window). */
+  limit_day_start: Date | null;
+  limit_night_start: Date | null;
+  /** The payer of a cash-out's payment order (with payer_document). */
+  payer_name: string | null;
+  /** A cash-out failed on a rail timeout that a repeat may reserve and send again. */
+  resumable: boolean;
+  /** When the rail held a cash-out for analysis. */
+  held_at: Date | null;
+  /** Why the record was rejected or failed (the rail's code and reason, or this institution's). */
+  reason_code: string | null;
+  reason: string | null;
+  /** The return code of a refund, MED refund or payout return. */
+  return_code: string | null;
+  /** The infraction of a MED refund. */
+  infraction_id: string | null;
+  /** What pixgate does not decide on: what the merchant or the payer supplied, and display copies. */
   metadata: Record<string, unknown>;
   created_at: Date;
   updated_at: Date;
@@ -43,14 +60,14 @@ export interface TransactionRow {
 export const TX_STATUS = { completed: 1, pending: 2, rejected: 3, failed: 4 } as const;
 
 export type NewTransaction = Pick<TransactionRow, 'transaction_id' | 'account_id' | 'kind' | 'type' | 'direction' | 'status' | 'amount'> &
-  Partial<Omit<TransactionRow, 'id' | 'created_at' | 'updated_at' | 'returned_amount'>> & { created_at?: Date };
+  Partial<Omit<TransactionRow, 'id' | 'created_at' | 'updated_at' | 'returned_amount' | 'resumable' | 'held_at' | 'limit_day_start' | 'limit_night_start'>> & { created_at?: Date };
 
 const COLUMNS = [
   'transaction_id', 'account_id', 'kind', 'type', 'direction', 'status', 'payment_status', 'stage',
   'end_to_end_id', 'external_id', 'tag', 'amount', 'fee_amount', 'description', 'counterparty_name',
   'recipient_key', 'recipient_key_type', 'recipient_document', 'recipient_ispb', 'payer_document',
   'payer_ispb', 'payer_bank_name', 'original_id', 'request_fingerprint', 'metadata', 'created_at',
-  'completed_at',
+  'completed_at', 'payer_name', 'reason_code', 'reason', 'return_code', 'infraction_id',
 ] as const;
 
 export async function insertTransaction(tx: Sql, record: NewTransaction): Promise<TransactionRow> {

@@ -1,11 +1,27 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
 import { principal } from '../external/pipeline.js';
+import { QueryReader, readPageAndDates } from '../http/query.js';
 import { mount } from '../http/routeSpec.js';
-import { lookup, parseListParams, statement, transactionList, transactionReceipt } from './statement.js';
+import { STATEMENT_FILTERS, TRANSACTION_TYPES } from './repository.js';
+import { lookup, statement, transactionList, transactionReceipt, type ListParams } from './statement.js';
 import { transactionsApi as api } from './transactions.api.js';
 
 type P = Record<string, string>;
+
+/**
+ * Reads the query string of the statement and the transaction list: page, per_page, date_from and
+ * date_to (`readPageAndDates`), status and type; unknown parameters are ignored. A problem is the
+ * 400 with `worked: false` beside `errors` (the spec's statement business errors carry it).
+ */
+export function parseListParams(raw: unknown): ListParams {
+  const r = new QueryReader(raw);
+  const { page, perPage, from, before } = readPageAndDates(r);
+  const status = r.oneOf('status', STATEMENT_FILTERS);
+  const type = r.oneOf('type', TRANSACTION_TYPES);
+  r.done({ worked: true });
+  return { page, perPage, query: { status, type, from, before } };
+}
 
 /** GET /statement (statement:read), GET /transactions, the lookups and the receipt (transfer:read). */
 export async function transactionRoutes(app: FastifyInstance, ctx: AppContext) {

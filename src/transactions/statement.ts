@@ -1,14 +1,10 @@
-import type { Config } from '../config.js';
 import type { Database } from '../db/db.js';
-import { notFound, unprocessable } from '../http/errors.js';
-import { QueryReader, readPageAndDates } from '../http/query.js';
+import { DomainError } from '../errors/catalog.js';
 import * as merchants from '../merchants/repository.js';
 import {
   findInAccount,
   listStatement,
   listTransactions,
-  STATEMENT_FILTERS,
-  TRANSACTION_TYPES,
   TX_STATUS,
   type ListQuery,
   type LookupKey,
@@ -16,38 +12,23 @@ import {
 import { receipt, statementItem, transactionRecord } from './views.js';
 
 /**
- * GET /statement, GET /transactions, the four lookups and the receipt. Statement and list errors
- * are 400 with `worked: false` beside `errors` (the spec's statement business errors carry it).
+ * GET /statement, GET /transactions, the four lookups and the receipt. The query string is read at
+ * the edge (src/transactions/routes.ts parseListParams: its 400 carries `worked: false`); these
+ * take typed parameters.
  */
+
+/** What these functions use (AppContext has it). */
+export interface StatementDeps {
+  db: Database;
+  readDb: Database;
+  config: { institutionIspb: string };
+  institutionName: string;
+}
 
 export interface ListParams {
   page: number;
   perPage: number;
   query: Omit<ListQuery, 'accountId' | 'limit' | 'offset'>;
-}
-
-/**
- * Reads the query string: page, per_page, date_from and date_to (`readPageAndDates`), status and
- * type. Unknown parameters are ignored.
- */
-export function parseListParams(raw: unknown): ListParams {
-  const r = new QueryReader(raw);
-  const { page, perPage, from, before } = readPageAndDates(r);
-  const status = r.oneOf('status', STATEMENT_FILTERS);
-  const type = r.oneOf('type', TRANSACTION_TYPES);
-  r.done({ worked: true });
-  return { page, perPage, query: { status, type, from, before } };
-}
-
-/**
- * What the statement and the lookups use (AppContext satisfies it): `readDb` for the lists, which
- * tolerate a replica's bounded staleness; `db` for the lookups and receipts.
- */
-export interface StatementDeps {
-  db: Database;
-  readDb: Database;
-  config: Pick<Config, 'institutionIspb'>;
-  institutionName: string;
 }
 
 /**
@@ -86,19 +67,19 @@ async function find(ctx: Pick<StatementDeps, 'db'>, accountId: number, key: Look
 /** A lookup: 200 `{worked: true, ...record}` or 404 `{errors: {not_found: 'Transaction not found'}}`. */
 export async function lookup(ctx: Pick<StatementDeps, 'db'>, accountId: number, key: LookupKey | 'any_id', value: string) {
   const row = await find(ctx, accountId, key, value);
-  if (!row) throw notFound(NOT_FOUND);
+  if (!row) throw new DomainError('not_found', { message: NOT_FOUND });
   return { worked: true, ...transactionRecord(row) };
 }
 
 /** The receipt of a settled PIX; a clear 422 before settlement (or when there will be none). */
 export async function transactionReceipt(ctx: StatementDeps, accountId: number, id: string) {
   const row = await find(ctx, accountId, 'any_id', id);
-  if (!row) throw notFound(NOT_FOUND);
-  if (row.type !== 'pix') throw unprocessable('Receipts exist for PIX transactions only');
+  if (!row) throw new DomainError('not_found', { message: NOT_FOUND });
+  if (row.type !== 'pix') throw new DomainError('unprocessable_entity', { message: 'Receipts exist for PIX transactions only' });
   if (row.status === TX_STATUS.pending || row.stage < 3) {
-    throw unprocessable('The receipt is available after settlement; the transaction is still being processed');
+    throw new DomainError('unprocessable_entity', { message: 'The receipt is available after settlement; the transaction is still being processed' });
   }
-  if (row.status !== TX_STATUS.completed || !row.completed_at) throw unprocessable('The transaction was not settled, so it has no receipt');
+  if (row.status !== TX_STATUS.completed || !row.completed_at) throw new DomainError('unprocessable_entity', { message: 'The transaction was not settled, so it has no receipt' });
   const account = (await merchants.findAccount(ctx.db, row.account_id))!;
   const merchant = (await merchants.findMerchant(ctx.db, account.merchant_id))!;
   return receipt(row, merchant, { ispb: ctx.config.institutionIspb, name: ctx.institutionName });

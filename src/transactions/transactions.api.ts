@@ -96,6 +96,7 @@ export const transactionsApi = defineRoutes({
     description: 'Page 1 also shows the outbound PIX still in flight (status pending, payment_status processing) ahead of the page.',
     permission: 'statement:read',
     query: listQuery,
+    errorShape: 'business_worked',
     responses: { 200: { description: 'One page of the statement', schema: Statement } },
   },
   list: {
@@ -106,6 +107,7 @@ export const transactionsApi = defineRoutes({
     summary: 'Transactions, newest first, as the lookups show them',
     permission: 'transfer:read',
     query: listQuery,
+    errorShape: 'business_worked',
     responses: { 200: { description: 'One page of transactions', schema: TransactionList } },
   },
   byId: lookup('getTransaction', '/transactions/:id', 'A transaction by transaction_id or id'),

@@ -63,7 +63,7 @@ export function transactionRecord(row: TransactionRow) {
     recipient_bank_name: outbound ? ((meta.recipient_bank_name as string | null | undefined) ?? bankName(row.recipient_ispb)) : null,
     original_transaction_id: (meta.original_transaction_id as string | undefined) ?? null,
     returned_amount: row.kind === 'cash_out' ? row.returned_amount : null,
-    reason_code: (meta.reason_code as string | undefined) ?? (meta.failure_code as string | undefined) ?? null,
+    reason_code: row.reason_code,
     updated_at: isoZ(row.updated_at),
   };
 }

@@ -1,19 +1,27 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { EVENT_CATALOG, catalogEntry } from '../events/catalog.js';
-import { businessError, HttpError, workedFalse } from '../http/errors.js';
-import { parseOrThrow } from '../http/validation.js';
+import { DomainError } from '../errors/catalog.js';
+import { parseFields } from '../errors/fields.js';
 import { isoNaive } from '../lib/clock.js';
 import { destinationProblem, type AllowedHost } from './destination.js';
 import { webhookSecretProblem } from './standardWebhooks.js';
-import { webhookFields as body } from './webhooks.api.js';
 import type { WebhookRow } from './repository.js';
 
 /** Most live webhooks one merchant may have (every event is fanned out to each matching one). */
 export const MAX_WEBHOOKS_PER_MERCHANT = 25;
 
-export { URL_MAX_LENGTH } from './webhooks.api.js';
+/** Longest webhook URL accepted. */
+export const URL_MAX_LENGTH = 2048;
 
+/** Fields of POST /webhooks; `events` is checked after the URL, its errors have their own shape (validateWebhook). */
+export const webhookFields = z.strictObject({
+  url: z.string().min(1).max(URL_MAX_LENGTH),
+  events: z.unknown().optional(),
+  secret: z.string().min(16).max(256).optional(),
+  description: z.string().max(255).nullable().optional(),
+  allow_insecure: z.boolean().optional(),
+});
 
 export interface WebhookInput {
   url: string;
@@ -39,8 +47,12 @@ export function newWebhookSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
 }
 
-function eventsError(message: string): HttpError {
-  return businessError(400, 'events', [message]);
+function eventsError(message: string): DomainError {
+  return new DomainError('invalid_events', { message });
+}
+
+function fieldError(field: string, message: string): DomainError {
+  return new DomainError('bad_request', { fields: { [field]: [message] } });
 }
 
 /**
@@ -54,21 +66,21 @@ function eventsError(message: string): HttpError {
  *  6. destination not private (unless in WEBHOOK_ALLOWED_HOSTS)                   422 {worked: false, detail}
  */
 export function validateWebhook(input: unknown, allowed: readonly AllowedHost[]): WebhookInput {
-  const fields = parseOrThrow(body, input);
+  const fields = parseFields(webhookFields, input);
   const secretProblem = fields.secret === undefined ? undefined : webhookSecretProblem(fields.secret);
-  if (secretProblem) throw businessError(400, 'bad_request', { secret: [secretProblem] });
+  if (secretProblem) throw fieldError('secret', secretProblem);
   let url: URL;
   try {
     url = new URL(fields.url);
   } catch {
-    throw businessError(400, 'bad_request', { url: ['is not a valid absolute URL'] });
+    throw fieldError('url', 'is not a valid absolute URL');
   }
   if (url.username !== '' || url.password !== '') {
-    throw businessError(400, 'bad_request', { url: ['must not contain a user name or password'] });
+    throw fieldError('url', 'must not contain a user name or password');
   }
-  if (url.port === '0') throw businessError(400, 'bad_request', { url: ['must not use port 0'] });
+  if (url.port === '0') throw fieldError('url', 'must not use port 0');
   const allowInsecure = fields.allow_insecure ?? false;
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && allowInsecure)) throw workedFalse(422, DETAIL.insecure);
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && allowInsecure)) throw new DomainError('webhook_url_refused', { detail: DETAIL.insecure });
 
   const events = fields.events;
   if (events === undefined || events === null || (Array.isArray(events) && events.length === 0)) throw eventsError("can't be blank");
@@ -78,7 +90,7 @@ export function validateWebhook(input: unknown, allowed: readonly AllowedHost[])
   if (invalid.length > 0) throw eventsError(`${INVALID_EVENTS_PREFIX} ${invalid.join(', ')}`);
 
   const problem = destinationProblem(url, allowed);
-  if (problem !== null) throw workedFalse(422, DETAIL.privateDestination(url.hostname, problem, url.host));
+  if (problem !== null) throw new DomainError('webhook_url_refused', { detail: DETAIL.privateDestination(url.hostname, problem, url.host) });
 
   url.hash = ''; // never sent; not part of the destination
   return {

@@ -1,7 +1,6 @@
-import type { Config } from '../config.js';
 import type { Database, Sql } from '../db/db.js';
 import { emitEvent } from '../events/outbox.js';
-import { conflict, notFound, unprocessable } from '../http/errors.js';
+import { DomainError } from '../errors/catalog.js';
 import type { Clock } from '../lib/clock.js';
 import { newUuid } from '../lib/ids.js';
 import { parseAllowedHosts } from './destination.js';
@@ -13,11 +12,11 @@ import { createView, MAX_WEBHOOKS_PER_MERCHANT, validateWebhook } from './regist
  * register, delete, re-send a delivery, fire `webhook.test`.
  */
 
-/** What these functions use (AppContext satisfies it). */
+/** What these functions use (AppContext has it). */
 export interface WebhookDeps {
   db: Database;
   clock: Clock;
-  config: Pick<Config, 'webhookAllowedHosts'>;
+  config: { webhookAllowedHosts: readonly string[] };
 }
 
 export interface WebhookOwner {
@@ -28,12 +27,12 @@ export interface WebhookOwner {
 }
 
 /** Validates and registers a webhook (per-merchant limit under the merchant's lock). */
-export async function createWebhook(ctx: Pick<WebhookDeps, 'db' | 'config'>, owner: WebhookOwner, body: unknown, record: (tx: Sql, payload: ReturnType<typeof createView>) => Promise<void> = async () => {}) {
+export async function createWebhook(ctx: WebhookDeps, owner: WebhookOwner, body: unknown, record: (tx: Sql, payload: ReturnType<typeof createView>) => Promise<void> = async () => {}) {
   const input = validateWebhook(body, parseAllowedHosts(ctx.config.webhookAllowedHosts));
   return ctx.db.transaction(async (tx) => {
     await repo.lockMerchantWebhooks(tx, owner.merchantId);
     if ((await repo.countLiveWebhooks(tx, owner.merchantId)) >= MAX_WEBHOOKS_PER_MERCHANT) {
-      throw unprocessable(`webhook limit reached: at most ${MAX_WEBHOOKS_PER_MERCHANT} webhooks per merchant`);
+      throw new DomainError('unprocessable_entity', { message: `webhook limit reached: at most ${MAX_WEBHOOKS_PER_MERCHANT} webhooks per merchant` });
     }
     const row = await repo.insertWebhook(tx, {
       id: newUuid(),
@@ -59,17 +58,17 @@ export async function deleteWebhook(ctx: Pick<WebhookDeps, 'db'>, scope: repo.We
 
 /** Puts a finished delivery back in its queue (same delivery id); 409 when it is pending or the webhook deleted. */
 export async function resendDelivery(ctx: Pick<WebhookDeps, 'db'>, webhook: repo.WebhookRow, deliveryId: string): Promise<void> {
-  if (webhook.deleted_at) throw conflict('webhook is deleted');
+  if (webhook.deleted_at) throw new DomainError('conflict', { message: 'webhook is deleted' });
   const before = await repo.findDelivery(ctx.db, webhook.id, deliveryId);
-  if (!before) throw notFound('delivery not found');
-  if (before.status === 'pending') throw conflict('delivery is already pending');
-  if (!(await repo.requeueDelivery(ctx.db, webhook.id, deliveryId))) throw conflict('delivery is already pending');
+  if (!before) throw new DomainError('not_found', { message: 'delivery not found' });
+  if (before.status === 'pending') throw new DomainError('conflict', { message: 'delivery is already pending' });
+  if (!(await repo.requeueDelivery(ctx.db, webhook.id, deliveryId))) throw new DomainError('conflict', { message: 'delivery is already pending' });
 }
 
 /** Fires `webhook.test` at one webhook (whether it subscribes or not); returns the delivery id. */
 export async function sendTestEvent(ctx: Pick<WebhookDeps, 'db' | 'clock'>, webhook: repo.WebhookRow, from: 'administration' | 'merchant portal'): Promise<string> {
-  if (webhook.deleted_at) throw conflict('webhook is deleted');
-  if (!webhook.is_active) throw conflict('webhook is inactive (is_active: false): nothing is fired');
+  if (webhook.deleted_at) throw new DomainError('conflict', { message: 'webhook is deleted' });
+  if (!webhook.is_active) throw new DomainError('conflict', { message: 'webhook is inactive (is_active: false): nothing is fired' });
   return ctx.db.transaction(async (tx) => {
     const eventId = await emitEvent(tx, {
       event: 'webhook.test',

@@ -3,19 +3,10 @@ import { EVENT_CATALOG } from '../events/catalog.js';
 import { int, named, nonNegative, timestamp, WorkedFalseError } from '../http/apiSchemas.js';
 import { defineRoutes } from '../http/routeSpec.js';
 import { queryInt } from '../http/listParams.js';
+import { webhookFields } from './registration.js';
 
-export const URL_MAX_LENGTH = 2048;
 /** Any UUID (8-4-4-4-12 hex); ids of pixgate webhooks are v4, other versions are simply not found. */
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** Fields of POST /webhooks other than `events`, whose errors have their own shape (src/webhooks/registration.ts). */
-export const webhookFields = z.strictObject({
-  url: z.string().min(1).max(URL_MAX_LENGTH),
-  events: z.unknown().optional(),
-  secret: z.string().min(16).max(256).optional(),
-  description: z.string().max(255).nullable().optional(),
-  allow_insecure: z.boolean().optional(),
-});
 
 const EVENT_NAMES = EVENT_CATALOG.map((e) => e.event) as [string, ...string[]];
 

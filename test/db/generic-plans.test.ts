@@ -100,6 +100,8 @@ describe.skipIf(!url)('plans of the cash-out statements on postgres', () => {
       recipient_document: '52998224725',
       recipient_ispb: '18236120',
       request_fingerprint: 'f'.repeat(64),
+      payer_name: 'Loja',
+      payer_document: '11444777000161',
       metadata: {},
       created_at: now,
       claim: null,
@@ -150,14 +152,14 @@ describe.skipIf(!url)('plans of the cash-out statements on postgres', () => {
     // "stage < 2" is then estimated at a row or two, which made a nested loop over a scan of the
     // whole table look cheapest (seen under the bench: every stage-2 batch read every record).
     await db.query(
-      `INSERT INTO transactions (transaction_id, account_id, kind, type, direction, status, payment_status, stage, end_to_end_id, amount)
-       SELECT 'HIST' || g, $1, 'cash_out', 'pix', 'outbound', 1, 'settled', 3, 'EHIST' || g, 100 FROM generate_series(1, 5000) g`,
+      `INSERT INTO transactions (transaction_id, account_id, kind, type, direction, status, payment_status, stage, end_to_end_id, amount, payer_name, payer_document)
+       SELECT 'HIST' || g, $1, 'cash_out', 'pix', 'outbound', 1, 'settled', 3, 'EHIST' || g, 100, 'Loja', '11444777000161' FROM generate_series(1, 5000) g`,
       [account.id],
     );
     const ids = (
       await db.query<{ id: string }>(
-        `INSERT INTO transactions (transaction_id, account_id, kind, type, direction, status, payment_status, stage, end_to_end_id, amount)
-         SELECT 'SENT' || g, $1, 'cash_out', 'pix', 'outbound', 2, 'processing', 1, 'ESENT' || g, 100 FROM generate_series(1, 12) g RETURNING id`,
+        `INSERT INTO transactions (transaction_id, account_id, kind, type, direction, status, payment_status, stage, end_to_end_id, amount, payer_name, payer_document)
+         SELECT 'SENT' || g, $1, 'cash_out', 'pix', 'outbound', 2, 'processing', 1, 'ESENT' || g, 100, 'Loja', '11444777000161' FROM generate_series(1, 12) g RETURNING id`,
         [account.id],
       )
     ).map((r) => r.id);

@@ -140,7 +140,7 @@ describe.each(BACKENDS)('MED flow on %s', (backend) => {
     // While the return is in flight its money stays blocked.
     const settled = await finalRecord(s, refundId);
     expect(settled).toMatchObject({ kind: 'med_refund', direction: 'outbound', type: 'pix', status: 1, payment_status: 'settled', amount: 850_000, counterparty_name: 'Carlos Pagador', recipient_document: '52998224725', recipient_ispb: '60746948' });
-    expect(settled.metadata).toMatchObject({ return_code: 'FR01', infraction_id: id, original_transaction_id: original.transaction_id });
+    expect(settled).toMatchObject({ return_code: 'FR01', infraction_id: id, metadata: { original_transaction_id: original.transaction_id } });
     expect(await balances(s.ctx.db, m.accountId)).toEqual({ available: 0, blocked: 0, pending: 0 });
     expect(await ledgerOf(s.ctx.db, refundId)).toEqual([
       ['med_refund_settle', `account:${m.accountId}:blocked`, -850_000],

@@ -98,7 +98,7 @@ describe.each(BACKENDS)('money conservation on %s', (backend) => {
   });
   afterAll(async () => s?.close());
 
-  const settledOf = (id: string) => waitFor(() => txRow(s.ctx.db, id), (r) => r.stage === 3 || (r.stage === 2 && r.metadata.held_at !== undefined));
+  const settledOf = (id: string) => waitFor(() => txRow(s.ctx.db, id), (r) => r.stage === 3 || (r.stage === 2 && r.held_at !== null));
 
   it('random deposits, inbound PIX, paid charges, cash-outs, returns, refunds and MED infractions keep every balance equal to the model and the ledger at zero', async () => {
     await fc.assert(

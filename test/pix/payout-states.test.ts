@@ -82,7 +82,8 @@ describe.each(BACKENDS)('cash-out states and events through the sandbox on %s', 
     const res = await m.client.post('/pix/cash-out', { amount: 1000, pix_key: await foreignKey(s, { fraudFlagged: true }) });
     expect(res.status).toBe(202);
     expect(res.body).toMatchObject({ worked: true, final: false, status: 'queued', transaction_id: expect.stringMatching(/^PIXOUT/) });
-    expect((await txRow(s.ctx.db, res.body.transaction_id)).payment_status).toBe('queued');
+    // The record's own state is read through its events: the sandbox reprocesses it after
+    // SIM_PROTECTION_MS, which a loaded machine may pass before a read of the row would run.
     const events = await waitFor(() => outbox(s.ctx.db, res.body.transaction_id), (e) => e.length === 3);
     expect(events.map((e) => e.event)).toEqual(['pix.payout.queued', 'pix.payout.processing', 'pix.payout.confirmed']);
     expect(events[0]!.payload).toMatchObject({ status: 'queued', queued_at: expect.stringMatching(ISO_Z) });

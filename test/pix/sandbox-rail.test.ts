@@ -115,7 +115,7 @@ describe.each(BACKENDS)('sandbox rail controls on %s', (backend) => {
     const orphan = await m.client.post('/pix/cash-out', { amount: 100, pix_key: await foreignKey(s, { behavior: 'hold' }) });
     await waitFor(() => eventNames(s.ctx.db, orphan.body.transaction_id), (e) => e.includes('pix.payout.held'));
     await s.ctx.db.query(`DELETE FROM sim_payments WHERE end_to_end_id = $1`, [orphan.body.end_to_end_id]);
-    await s.ctx.db.query(`UPDATE transactions SET stage = 1, metadata = metadata - 'held_at' WHERE transaction_id = $1`, [orphan.body.transaction_id]);
+    await s.ctx.db.query(`UPDATE transactions SET stage = 1, held_at = NULL WHERE transaction_id = $1`, [orphan.body.transaction_id]);
     await s.ctx.db.query(`UPDATE sim_dict_entries SET behavior = 'settle' WHERE key = (SELECT recipient_key FROM transactions WHERE transaction_id = $1)`, [orphan.body.transaction_id]);
     expect(await recoverUnsent(s.ctx, { olderThanMs: 0 })).toBe(1);
     const row = await waitFor(() => txRow(s.ctx.db, orphan.body.transaction_id), (r) => r.stage === 3);

@@ -29,7 +29,7 @@ describe.each(BACKENDS)('statement walk with more payouts in flight than per_pag
         deposits.push(d.body.transaction_id);
       }
     }
-    for (const id of held) await waitFor(() => txRow(s.ctx.db, id), (r) => r.metadata.held_at !== undefined);
+    for (const id of held) await waitFor(() => txRow(s.ctx.db, id), (r) => r.held_at !== null);
   });
   afterAll(async () => s?.close());
 

@@ -34,7 +34,7 @@ describe.each(BACKENDS)('GET /statement, GET /transactions, lookups and receipts
     ids.refundFailed = (await m.client.post('/pix/refund', { original_transaction_id: ids.inbound, amount: 100, reason: 'XX01' })).body.transaction_id;
     await waitFor(() => txRow(s.ctx.db, ids.refundFailed!), (r) => r.stage === 3);
     ids.held = (await m.client.post('/pix/cash-out', { amount: 1300, pix_key: hold })).body.transaction_id;
-    await waitFor(() => txRow(s.ctx.db, ids.held!), (r) => r.metadata.held_at !== undefined);
+    await waitFor(() => txRow(s.ctx.db, ids.held!), (r) => r.held_at !== null);
 
     // Cash-in charges (written by the cash-in domain): listed once paid, found by the lookups always.
     const charge = (status: number, tag: string) =>

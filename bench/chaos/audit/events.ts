@@ -69,7 +69,7 @@ function recordEvents(rows: TxRow[], events: OutboxEvent[], expect: Expect, know
         expect(s, 'pix.payout.confirmed', 0, why);
       } else if (st === 'failed') {
         // A provider timeout answered to the client (resumable) writes no event; the recovery worker's does.
-        expect(s, 'pix.payout.failed', r.metadata?.resumable === true ? 0 : 1, `${why}, resumable ${r.metadata?.resumable}`);
+        expect(s, 'pix.payout.failed', r.resumable === true ? 0 : 1, `${why}, resumable ${r.resumable}`);
         expect(s, 'pix.payout.confirmed', 0, why);
       }
       expect(s, 'pix.payout.queued', [0, 1], why);

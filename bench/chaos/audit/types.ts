@@ -57,6 +57,8 @@ export interface TxRow {
   status: number;
   payment_status: string | null;
   stage: number;
+  /** A cash-out failed on a rail timeout that a repeat may send again (migration 0850). */
+  resumable?: boolean;
   metadata: any;
 }
 
@@ -71,7 +73,7 @@ export interface Records {
 
 export async function loadRecords(q: Q): Promise<Records> {
   const rows = await q<TxRow>(
-    `SELECT id::text, original_id::text, transaction_id, kind, account_id::text, amount::text, fee_amount::text, external_id, description, end_to_end_id, status, payment_status, stage, metadata
+    `SELECT id::text, original_id::text, transaction_id, kind, account_id::text, amount::text, fee_amount::text, external_id, description, end_to_end_id, status, payment_status, stage, resumable, metadata
        FROM transactions`,
   );
   const byTid = new Map(rows.map((r) => [r.transaction_id, r]));

@@ -1,15 +1,18 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import { isDatabaseUnavailable } from '../db/db.js';
-import { UNAVAILABLE_RETRY_AFTER_SECONDS } from '../http/errors.js';
-import { fieldMap } from '../http/validation.js';
+import { DomainError, type ErrorCode } from '../errors/catalog.js';
+import { fieldMap } from '../errors/fields.js';
+import { UNAVAILABLE_RETRY_AFTER_SECONDS } from './errors.js';
 
 /**
  * The boleto central API's envelope, in the style of the spec's 429 body:
  *   success  {success: true, data, meta: {request_id, …}}
  *   error    {success: false, error: {code, message, details}, meta: {request_id}}
  * `details` is always an object ({} when there is nothing to add). Every error answer of this API
- * is a BoletoError from the closed catalog below, written by one error handler.
+ * is a BoletoError from the closed catalog of wire codes below, written by one error handler. The
+ * boleto domain (src/boleto/) throws DomainErrors of the one catalog (src/errors/catalog.ts);
+ * BOLETO_WIRE names each one's wire code here, at the boleto edge.
  */
 export const BOLETO_ERRORS = {
   VALIDATION_ERROR: 400,
@@ -45,10 +48,39 @@ export class BoletoError extends Error {
   }
 }
 
+/**
+ * The wire code of each catalog code the boleto API answers. Its status is BOLETO_ERRORS' status of
+ * the wire code, which is the code's one status (ERROR_STATUS; test/unit/errorCatalog.test.ts).
+ */
+export const BOLETO_WIRE = {
+  bad_request: 'VALIDATION_ERROR',
+  not_found: 'NOT_FOUND',
+  boleto_already_exists: 'BOLETO_ALREADY_EXISTS',
+  boleto_not_modifiable: 'BOLETO_NOT_MODIFIABLE',
+  boleto_not_cancellable: 'BOLETO_NOT_CANCELLABLE',
+  boleto_not_payable: 'BOLETO_NOT_PAYABLE',
+  boleto_payment_mismatch: 'PAYMENT_MISMATCH',
+  beneficiary_account_required: 'BENEFICIARY_ACCOUNT_REQUIRED',
+} as const satisfies Partial<Record<ErrorCode, BoletoErrorCode>>;
+
+export const VALIDATION_MESSAGE = 'The request has invalid fields';
+
+/**
+ * A DomainError in the boleto envelope: a field map goes to `details.fields` under VALIDATION_ERROR's
+ * message, any other refusal keeps its message with its `extra` as `details`. Undefined for a code
+ * the boleto API does not answer (then a 500: a domain error this API never meant to raise).
+ */
+export function domainErrorToBoleto(err: DomainError): BoletoError | undefined {
+  const wire = (BOLETO_WIRE as Partial<Record<ErrorCode, BoletoErrorCode>>)[err.code];
+  if (wire === undefined) return undefined;
+  if (err.fields) return new BoletoError(wire, VALIDATION_MESSAGE, { fields: err.fields });
+  return new BoletoError(wire, err.message, err.extra ?? {});
+}
+
 export const RATE_LIMITED_MESSAGE = 'Too many requests. Please try again later.';
 
 export function validationError(error: z.ZodError, input: unknown): BoletoError {
-  return new BoletoError('VALIDATION_ERROR', 'The request has invalid fields', { fields: fieldMap(error, input) });
+  return new BoletoError('VALIDATION_ERROR', VALIDATION_MESSAGE, { fields: fieldMap(error, input) });
 }
 
 /** Parses `input` with `schema` or throws VALIDATION_ERROR with a field map in `details.fields`. */
@@ -93,7 +125,14 @@ function fromFramework(error: FastifyError): BoletoError | undefined {
 
 /** The error handler of the boleto plugin scope. */
 export function boletoErrorHandler(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) {
-  let err = error instanceof BoletoError ? error : isDatabaseUnavailable(error) ? serviceUnavailable() : fromFramework(error as FastifyError);
+  let err =
+    error instanceof BoletoError
+      ? error
+      : error instanceof DomainError
+        ? domainErrorToBoleto(error)
+        : isDatabaseUnavailable(error)
+          ? serviceUnavailable()
+          : fromFramework(error as FastifyError);
   if (err?.code === 'SERVICE_UNAVAILABLE' && !(error instanceof BoletoError)) request.log.warn({ err: error }, 'database unavailable: answered 503');
   if (!err) {
     request.log.error({ err: error }, 'boleto request failed');
