@@ -12,8 +12,9 @@ import { checkPooledSettings, openDatabase, readReplicaOptions } from './db/open
 import { openReadReplica } from './db/replica.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { loggerOptions } from './logger.js';
-import { SimulatedRail } from './rail/simulator.js';
+import { SimulatedRail } from './rail/sim/simulatedRail.js';
 import { withDeadline } from './rail/rail.js';
+import { instrumentRail } from './rail/instrumented.js';
 import { CredentialCache } from './auth/credentialCache.js';
 import { DurableNonces, MemoryNonceStore, RedisNonceStore } from './auth/nonceStore.js';
 import { IdempotencyStore } from './external/idempotency.js';
@@ -29,7 +30,7 @@ import { pixWorkers } from './pix/recovery.js';
 import { webhookSender, webhookWorkers } from './webhooks/workers.js';
 import { WAKE } from './webhooks/repository.js';
 import { runsBackgroundLoops, wakeForwarder, wakeReceiver } from './lib/clusterWakes.js';
-import { instrumentRail, Metrics } from './metrics/metrics.js';
+import { Metrics } from './metrics/metrics.js';
 import { shareWithClusterPrimary, startMetricsListener } from './metrics/listener.js';
 import cluster from 'node:cluster';
 

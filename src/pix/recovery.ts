@@ -1,4 +1,5 @@
-import type { AppContext, BackgroundWorker } from '../context.js';
+import type { AppContext } from '../context.js';
+import type { BackgroundWorker } from '../lib/worker.js';
 import { systemClock } from '../lib/clock.js';
 import { periodicWorker } from '../lib/periodic.js';
 import { wakeableWorker } from '../lib/wakeable.js';

@@ -1,5 +1,9 @@
-import type { AppContext, BackgroundWorker } from '../context.js';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { Database } from '../db/db.js';
 import { isLockTimeout } from '../db/partitions.js';
+import type { Clock } from '../lib/clock.js';
+import type { BackgroundWorker } from '../lib/worker.js';
 import { periodicWorker } from '../lib/periodic.js';
 import { dropOldEventPartitions, ensureEventPartitions } from './partitions.js';
 import * as repo from './repository.js';
@@ -8,6 +12,13 @@ const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
 /** Cash-out limit windows are kept this long after they started (a window lasts at most a day). */
 const LIMIT_WINDOW_RETENTION_DAYS = 3;
+
+/** What a retention pass uses (AppContext satisfies it). */
+export interface RetentionDeps {
+  db: Database;
+  clock: Clock;
+  config: Pick<Config, 'retention'>;
+}
 
 export interface RetentionReport {
   idempotency_keys: number;
@@ -38,7 +49,7 @@ export interface RetentionReport {
  * pending (src/retention/partitions.ts); the row purge takes what is left (the default partition,
  * final rows of a day kept for a pending delivery).
  */
-export async function runRetention(ctx: Pick<AppContext, 'db' | 'clock' | 'config'>): Promise<RetentionReport> {
+export async function runRetention(ctx: RetentionDeps): Promise<RetentionReport> {
   const r = ctx.config.retention;
   const now = ctx.clock.now().getTime();
   const drain = async (purge: () => Promise<number>) => {
@@ -70,7 +81,7 @@ export async function runRetention(ctx: Pick<AppContext, 'db' | 'clock' | 'confi
 }
 
 /** The one retention worker: a pass every RETENTION_INTERVAL_MS. */
-export function retentionWorker(ctx: AppContext): BackgroundWorker {
+export function retentionWorker(ctx: RetentionDeps & { log: Logger }): BackgroundWorker {
   const loop = periodicWorker('retention', ctx.config.retention.intervalMs, ctx.log, async () => {
     const report = await runRetention(ctx);
     if (Object.values(report).some((n) => (Array.isArray(n) ? n.length > 0 : n > 0))) ctx.log.info({ retention: report }, 'retention pass');

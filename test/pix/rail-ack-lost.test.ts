@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recoverUnsent } from '../../src/pix/recovery.js';
-import type { SimulatedRail } from '../../src/rail/simulator.js';
+import type { SimulatedRail } from '../../src/rail/sim/simulatedRail.js';
 import { BACKENDS } from '../helpers/db.js';
 import { merchantWithKey, type MerchantFixture } from '../helpers/client.js';
 import { expectLedgerConsistent, foreignKey, sandbox, txRow, waitFor } from '../helpers/pix.js';

@@ -1,4 +1,5 @@
-import type { AppContext, BackgroundWorker } from '../../context.js';
+import type { AppContext } from '../../context.js';
+import type { BackgroundWorker } from '../../lib/worker.js';
 import { sqlState, UNIQUE_VIOLATION, type Database, type Sql } from '../../db/db.js';
 import { emitEvent } from '../../events/outbox.js';
 import { requestHash } from '../../external/idempotency.js';

@@ -1,5 +1,5 @@
 import { RELAXED_COMMIT, type Sql } from '../../db/db.js';
-import type { PixKeyType } from '../../pix/keys.js';
+import type { PixKeyType } from '../rail.js';
 
 /** SQL of the simulated central bank (tables `sim_*`). Nothing outside src/rail/ reads them. */
 
