@@ -18,7 +18,8 @@
 import { randomInt } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { ensurePrerequisites, pixgateSupports } from './ha/lab.js';
-import { HA_DEFAULTS, formatHa, runBench, runHa } from './ha/run.js';
+import { runBench } from './ha/bench.js';
+import { HA_DEFAULTS, formatHa, runHa } from './ha/run.js';
 
 const { values } = parseArgs({
   options: {

@@ -3,20 +3,13 @@ import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Database } from './db/db.js';
 import type { Clock } from './lib/clock.js';
+import type { BackgroundWorker } from './lib/worker.js';
 import type { CredentialCache } from './auth/credentialCache.js';
 import type { NonceStore } from './auth/nonceStore.js';
 import type { IdempotencyStore } from './external/idempotency.js';
 import type { Rail } from './rail/rail.js';
 import type { FixedWindowCounter } from './ratelimit/fixedWindow.js';
 import type { Metrics } from './metrics/metrics.js';
-
-/** A background loop (rail simulator, webhook delivery, expiry sweeps). */
-export interface BackgroundWorker {
-  readonly name: string;
-  start(): void;
-  /** Stops taking new work and resolves when the work in hand is finished. */
-  stop(): Promise<void>;
-}
 
 /**
  * Everything the HTTP layer and the domains depend on, built once at start (composition root in

@@ -12,8 +12,9 @@ import { checkPooledSettings, openDatabase, readReplicaOptions } from './db/open
 import { openReadReplica } from './db/replica.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { loggerOptions } from './logger.js';
-import { SimulatedRail } from './rail/simulator.js';
+import { SimulatedRail } from './rail/sim/simulatedRail.js';
 import { withDeadline } from './rail/rail.js';
+import { instrumentRail } from './rail/instrumented.js';
 import { CredentialCache } from './auth/credentialCache.js';
 import { DurableNonces, MemoryNonceStore, RedisNonceStore } from './auth/nonceStore.js';
 import { IdempotencyStore } from './external/idempotency.js';
@@ -21,7 +22,7 @@ import type { ExternalPlugin } from './external/routes.js';
 import { periodicWorker } from './lib/periodic.js';
 import { chargeWorkers } from './pix/cashin/charges.js';
 import { MemoryFixedWindow, RedisFixedWindow } from './ratelimit/fixedWindow.js';
-import { openRedis } from './ratelimit/redisClient.js';
+import { closeRedis, openRedis } from './ratelimit/redisClient.js';
 import { seedDemo, type DemoCredentials } from './seed.js';
 import { keepsLocalCredentials, localCredentialsPath, readLocalCredentials, storedDemo, writeLocalCredentials } from './localCredentials.js';
 import { railNotificationHandler } from './pix/railEvents.js';
@@ -29,7 +30,7 @@ import { pixWorkers } from './pix/recovery.js';
 import { webhookSender, webhookWorkers } from './webhooks/workers.js';
 import { WAKE } from './webhooks/repository.js';
 import { runsBackgroundLoops, wakeForwarder, wakeReceiver } from './lib/clusterWakes.js';
-import { instrumentRail, Metrics } from './metrics/metrics.js';
+import { Metrics } from './metrics/metrics.js';
 import { shareWithClusterPrimary, startMetricsListener } from './metrics/listener.js';
 import cluster from 'node:cluster';
 
@@ -87,7 +88,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     }
   } catch (err) {
     if (ownsDatabase) await db.close();
-    redis?.disconnect();
+    if (redis && ownsRedis) await closeRedis(redis, 'now');
+    else redis?.disconnect();
     throw err;
   }
 
@@ -231,7 +233,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       if (metricsListener) await new Promise((r) => metricsListener!.close(r));
       await Promise.allSettled(ctx.workers.map((w) => w.stop()));
       await ctx.credentials.close();
-      if (ownsRedis) await redis?.quit().catch(() => redis?.disconnect());
+      if (ownsRedis && redis) await closeRedis(redis);
       if (readDb !== db) await readDb.close();
       if (ownsDatabase) await db.close();
       log.info('stopped');

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { audit, balanceModel, chargePayAnswers, deliveryOrder, railVsPixgate, refusedButExecuted } from '../bench/chaos/audit.js';
+import { audit, balanceModel, chargePayAnswers, deliveryOrder, railVsPixgate, redeliveryExcused, refusedButExecuted } from '../bench/chaos/audit.js';
 import { Operator } from '../bench/chaos/client.js';
 import { workerDeaths } from '../bench/chaos/harness.js';
 import { rawDriverError, Workload, type Op } from '../bench/chaos/workload.js';
@@ -17,6 +17,19 @@ import { startTestServer, TEST_ADMIN_TOKEN } from './helpers/server.js';
  * webhook receipts it names each of them.
  */
 const op = (fields: Partial<Op> & Pick<Op, 'id' | 'kind'>): Op => ({ merchant: 0, accountId: 0, path: '/x', body: {}, sends: 1, answers: [], retryable: false, ...fields });
+
+describe('a webhook redelivery after a 2xx answer', () => {
+  it('is excused by a fault from 2 s before the answer to the redelivery, or by a failover lasting over that span, and by nothing else', () => {
+    expect(redeliveryExcused(10_000, 15_000, [9_000], [])).toBe(true);
+    expect(redeliveryExcused(10_000, 15_000, [7_000], [])).toBe(false);
+    expect(redeliveryExcused(10_000, 15_000, [16_000], [])).toBe(false);
+    // The HA run: the database failed over from 5 s before the answer until after the redelivery
+    // (the answer's record came after the lease ended); no fault instant falls in between.
+    expect(redeliveryExcused(10_000, 15_000, [5_000, 30_000], [[5_000, 30_000]])).toBe(true);
+    expect(redeliveryExcused(10_000, 15_000, [1_000, 6_000], [[1_000, 6_000]])).toBe(false);
+    expect(redeliveryExcused(10_000, 15_000, [20_000, 30_000], [[20_000, 30_000]])).toBe(false);
+  });
+});
 
 describe.each(BACKENDS)('chaos audit on %s', (backend) => {
   let database: TestDatabase;

@@ -20,7 +20,7 @@ export { balanceModel } from './audit/balanceModel.js';
 export { ledgerWithoutRecord } from './audit/ledger.js';
 export { limitWindows, operatorAuditRows } from './audit/operator.js';
 export { railVsPixgate } from './audit/rail.js';
-export { deliveryOrder, EVENT_RANK } from './audit/webhooks.js';
+export { deliveryOrder, EVENT_RANK, redeliveryExcused } from './audit/webhooks.js';
 
 export async function audit(input: AuditInput): Promise<{ anomalies: Anomaly[]; figures: Record<string, number> }> {
   const anomalies: Anomaly[] = [];

@@ -6,20 +6,17 @@
  * replays and audit (bench/chaos/audit.ts), plus a v2 nonce used before the Redis failover and
  * replayed after it. See docs/deploy.md.
  */
-import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
 import pg from 'pg';
-import { signV2 } from '../../src/auth/hmac.js';
-import { canonicalize } from '../../src/lib/canonicalJson.js';
 import { validCnpj, validCpf } from '../../test/helpers/fixtures.js';
 import { audit, type AccountView, type Anomaly } from '../chaos/audit.js';
 import { Merchant, Operator } from '../chaos/client.js';
-import { postgresBin, sleep } from '../chaos/infra.js';
+import { sleep } from '../chaos/infra.js';
 import { waitDrained } from '../chaos/drain.js';
 import { WebhookReceiver } from '../chaos/receiver.js';
 import { Workload, prng } from '../chaos/workload.js';
-import { Lab, waitFor } from './lab.js';
+import { Lab, tearDownOnSignal, waitFor } from './lab.js';
+import { WriteProbe, nonceReplayCheck, nonceUse } from './probes.js';
 
 export interface HaOptions {
   seed: number;
@@ -108,6 +105,7 @@ export async function runHa(partial: Partial<HaOptions> = {}): Promise<HaReport>
   });
   const anomalies: Anomaly[] = [];
   const faultTimes: number[] = [];
+  const faultWindows: Array<[number, number]> = [];
   const kills: { at: number; from: string; to?: string }[] = [];
   const done = { failovers: 0, switchovers: 0, syncStops: 0, redisFailovers: 0 };
   let workload: Workload | undefined;
@@ -178,6 +176,7 @@ export async function runHa(partial: Partial<HaOptions> = {}): Promise<HaReport>
         log(`failover #${done.failovers}: ${leader.name} → ${kill.to} in ${((Date.now() - at) / 1000).toFixed(1)} s (Patroni); waiting for ${leader.name} to rejoin`);
         await lab.waitHealthy();
         faultTimes.push(Date.now());
+        faultWindows.push([at, Date.now()]);
       } else if (fault === 'switchover') {
         const at = Date.now();
         faultTimes.push(at);
@@ -187,10 +186,12 @@ export async function runHa(partial: Partial<HaOptions> = {}): Promise<HaReport>
         log(`switchover #${done.switchovers}: ${from} → ${to} in ${((Date.now() - at) / 1000).toFixed(1)} s`);
         await lab.waitHealthy();
         faultTimes.push(Date.now());
+        faultWindows.push([at, Date.now()]);
       } else if (fault === 'sync_stop') {
         const sync = await lab.syncStandby();
         if (!sync) throw new Error('no synchronous standby to stop');
-        faultTimes.push(Date.now());
+        const at = Date.now();
+        faultTimes.push(at);
         await lab.stopNode(sync);
         done.syncStops++;
         await waitFor(async () => {
@@ -202,6 +203,7 @@ export async function runHa(partial: Partial<HaOptions> = {}): Promise<HaReport>
         lab.startNode(sync);
         await lab.waitHealthy();
         faultTimes.push(Date.now());
+        faultWindows.push([at, Date.now()]);
         log(`${sync.name} back`);
       } else {
         const used = await nonceUse(catalog.merchants[0]!, 'before');
@@ -234,7 +236,7 @@ export async function runHa(partial: Partial<HaOptions> = {}): Promise<HaReport>
     await waitDrained(db, o.drainMs, 'after the replays', anomalies);
     await Promise.all(lab.apps.map((a) => a.kill('SIGTERM')));
     log('auditing');
-    const result = await audit({ query: async (text, params) => (await db.query(text, params)).rows, ops: workload.ops, receipts: receiver.receipts, faultTimes, webhookIds: catalog.webhookIds, subscribed: catalog.subscribed, accounts: catalog.accounts });
+    const result = await audit({ query: async (text, params) => (await db.query(text, params)).rows, ops: workload.ops, receipts: receiver.receipts, faultTimes, faultWindows, webhookIds: catalog.webhookIds, subscribed: catalog.subscribed, accounts: catalog.accounts });
     // The probe's deposits: each acknowledged one exactly once (the last, unacknowledged one may or may not have been made).
     const [made] = (await db.query(`SELECT count(*)::int AS n, count(DISTINCT description)::int AS d FROM transactions WHERE account_id = $1 AND kind = 'deposit'`, [probeAccount])).rows as { n: number }[];
     if (made!.n < probe.acks.length) anomalies.push({ check: 'probe_lost', detail: `${probe.acks.length} probe deposits acknowledged, ${made!.n} in the books` });
@@ -283,100 +285,6 @@ export async function runHa(partial: Partial<HaOptions> = {}): Promise<HaReport>
   }
 }
 
-/**
- * The RTO probe: an operator deposit of 1 cent into an account of its own every 100 ms, through
- * the balancer, each under its Idempotency-Key and resent with it until acknowledged (so a lost
- * answer never credits twice). The workload's clients back off exponentially while the database
- * is away, so their first success after a failover says more about their backoff than about the
- * failover; the probe does not back off.
- */
-class WriteProbe {
-  readonly acks: { sent: number; at: number }[] = [];
-  private running = true;
-  private loop: Promise<void> | undefined;
-  constructor(
-    private readonly operator: Operator,
-    private readonly accountId: number,
-  ) {}
-  start(): void {
-    this.loop = (async () => {
-      for (let n = 1; this.running; n++) {
-        const key = `ha-probe-${n}`;
-        while (this.running) {
-          const sent = Date.now();
-          const a = await this.operator.call('admin', 'POST', `/accounts/${this.accountId}/deposits`, { amount: 1, description: 'ha-probe' }, 2000, { 'idempotency-key': key });
-          if (a.status >= 200 && a.status < 300) {
-            this.acks.push({ sent, at: Date.now() });
-            break;
-          }
-          await sleep(100);
-        }
-        await sleep(100);
-      }
-    })();
-  }
-  async stop(): Promise<void> {
-    this.running = false;
-    await this.loop;
-  }
-  /** Seconds from `at` to the first acknowledged write sent after it. */
-  rtoAfter(at: number): number | undefined {
-    const first = this.acks.find((a) => a.sent >= at);
-    return first ? (first.at - at) / 1000 : undefined;
-  }
-}
-
-/**
- * A v2-signed cash-out whose body is refused (no amount): it passes the signature, consumes its
- * nonce and has no effect on the books, so the audit is untouched.
- */
-async function nonceUse(merchant: Merchant, tag: string): Promise<{ nonce: string; status: number }> {
-  const nonce = `ha-nonce-${randomBytes(12).toString('hex')}`;
-  for (let tries = 0; tries < 20; tries++) {
-    const a = await signedWithNonce(merchant, nonce, { description: `ha-nonce-${tag}` }, `ha-nonce-key-${tag}-${nonce}`);
-    if (a.status !== 0 && a.status < 500) return { nonce, status: a.status };
-    await sleep(500);
-  }
-  throw new Error('the nonce probe got no answer before the Redis failover');
-}
-
-/** The nonce used before the failover, with another body and key (a replay attack): must be 409. */
-async function nonceReplayCheck(merchant: Merchant, used: { nonce: string; status: number }, anomalies: Anomaly[]): Promise<string> {
-  for (let tries = 0; tries < 40; tries++) {
-    const a = await signedWithNonce(merchant, used.nonce, { description: 'ha-nonce-replay' }, `ha-nonce-key-replay-${used.nonce}`);
-    if (a.status === 0 || a.status >= 500) {
-      await sleep(500);
-      continue;
-    }
-    if (a.status === 409 && /X-Request-Nonce was already used/.test(a.text)) return 'refused (409)';
-    anomalies.push({ check: 'nonce_replay_accepted', detail: `a v2 nonce used before the Redis failover (answered ${used.status}) was accepted after it for another request: ${a.status} ${a.text.slice(0, 200)}` });
-    return `ACCEPTED (${a.status})`;
-  }
-  anomalies.push({ check: 'nonce_replay_accepted', detail: 'the nonce replay got no answer after the Redis failover' });
-  return 'no answer';
-}
-
-async function signedWithNonce(merchant: Merchant, nonce: string, body: Record<string, unknown>, idempotencyKey: string) {
-  const text = JSON.stringify(body);
-  const timestamp = String(Math.floor(Date.now() / 1000));
-  const path = '/pix/cash-out';
-  const headers = {
-    authorization: `ApiKey ${merchant.clientId}:${merchant.clientSecret}`,
-    'content-type': 'application/json',
-    'x-signature-version': '2',
-    'x-request-timestamp': timestamp,
-    'x-request-nonce': nonce,
-    'idempotency-key': idempotencyKey,
-    hmac: signV2(merchant.clientSecret, { timestamp, nonce, method: 'POST', path: `/api/external${path}`, idempotencyKey, canonicalBody: canonicalize(text) }),
-  };
-  try {
-    const res = await fetch(`${merchant.baseUrl}/api/external${path}`, { method: 'POST', headers, body: text, signal: AbortSignal.timeout(5000) });
-    return { status: res.status, text: await res.text() };
-  } catch {
-    return { status: 0, text: '' };
-  }
-}
-
 const quantile = (xs: number[], q: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length ? s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)]! : 0;
@@ -397,78 +305,4 @@ export function formatHa(r: HaReport): string {
   if (r.anomalies.length > 0) lines.push(`logs kept in ${r.dir}`);
   lines.push(`ha: failovers ${r.failovers}, switchovers ${r.switchovers}, acknowledged ${r.acknowledged}, lost ${r.lost}, duplicated ${r.duplicated}, rto_p50 ${quantile(r.rto, 0.5).toFixed(1)}s, rto_p99 ${quantile(r.rto, 0.99).toFixed(1)}s`);
   return lines.join('\n');
-}
-
-/**
- * `npm run ha -- --bench`: no faults. pgbench (TPC-B-like, the same number of clients) against the
- * synchronously replicated primary through HAProxy, then signed cash-outs through the balancer for
- * the same time; the line printed gives both rates and their ratio.
- */
-export async function runBench(partial: Partial<HaOptions> & { seconds?: number } = {}): Promise<string> {
-  const o: HaOptions = { ...HA_DEFAULTS, ...partial };
-  const seconds = partial.seconds ?? 20;
-  const t0 = Date.now();
-  const log = (line: string) => o.log(`[ha bench +${((Date.now() - t0) / 1000).toFixed(1)}s] ${line}`);
-  const receiver = new WebhookReceiver(0, prng(o.seed));
-  await receiver.start();
-  const lab = new Lab({ pooler: o.pooler, sentinel: o.sentinel, appNodes: o.appNodes, log, appEnv: { SIM_SETTLEMENT_MS: '200', SIM_PROTECTION_MS: '0' } });
-  const stopOnSignal = tearDownOnSignal(lab, o.keep, log);
-  try {
-    await lab.start(receiver.port);
-    const db = new pg.Client({ connectionString: lab.primaryUrl('postgres') });
-    await db.connect();
-    await db.query('CREATE DATABASE bench');
-    await db.end();
-    const pgbench = join(postgresBin()!, 'pgbench');
-    const url = `postgres://postgres@127.0.0.1:${lab.ports.haproxyPg}/bench`;
-    const init = spawnSync(pgbench, ['-i', '-q', '-s', '10', url], { encoding: 'utf8' });
-    if (init.status !== 0) throw new Error(`pgbench -i: ${init.stderr}`);
-    const run = spawnSync(pgbench, ['-c', String(o.workers), '-j', '2', '-T', String(seconds), url], { encoding: 'utf8' });
-    const tps = Number(/tps = ([\d.]+)/.exec(run.stdout)?.[1] ?? NaN);
-    log(`pgbench: ${tps.toFixed(0)} tps (TPC-B-like, ${o.workers} clients, synchronous standby)`);
-
-    const operator = new Operator(lab.appUrl, lab.adminToken);
-    await operator.must('sandbox', 'POST', '/dict/keys', { key: 'bench-settle@example.com', type: 'email', name: 'Recebedor', document: validCpf(), ispb: '60746948' });
-    const m = await operator.must('admin', 'POST', '/merchants', { name: 'HA bench', document: validCnpj() });
-    await operator.must('admin', 'POST', `/accounts/${m.account_id}/deposits`, { amount: 100_000_000_000 });
-    await operator.must('admin', 'PATCH', `/accounts/${m.account_id}`, { cash_out_daily_limit_cents: 1_000_000_000_000, cash_out_nighttime_limit_cents: 1_000_000_000_000 });
-    const k = await operator.must('admin', 'POST', '/api-keys', { merchant_id: m.merchant_id, account_id: m.account_id, permissions: ['pix:write', 'pix:read', 'transfer:write', 'transfer:read'], ip_whitelist: ['127.0.0.1', '::1'] });
-    const merchant = new Merchant(lab.appUrl, m.merchant_id, m.account_id, k.client_id, k.client_secret);
-    let acked = 0;
-    let other = 0;
-    let n = 0;
-    const end = Date.now() + seconds * 1000;
-    await Promise.all(
-      Array.from({ length: o.workers }, async () => {
-        while (Date.now() < end) {
-          const i = ++n;
-          const a = await merchant.post('/pix/cash-out', { amount: 100, pix_key: 'bench-settle@example.com', description: `bench-${i}` }, { sign: 'v1', idempotencyKey: `bench-${i}`, timeoutMs: 10_000 });
-          if (a.status >= 200 && a.status < 300) acked++;
-          else if (other++ === 0) log(`first refusal: ${a.status} ${a.text.slice(0, 300)}`);
-        }
-      }),
-    );
-    const rate = acked / seconds;
-    log(`cash-outs: ${rate.toFixed(0)}/s acknowledged (${other} other answers), ${o.workers} clients, ${o.appNodes} app nodes`);
-    return `ha bench: pgbench ${tps.toFixed(0)} tps, cash-outs ${rate.toFixed(0)}/s, ratio ${(rate / tps).toFixed(2)} (synchronous standby, ${o.workers} clients, ${o.appNodes} app nodes${o.pooler ? ', pgbouncer' : ''})`;
-  } finally {
-    stopOnSignal();
-    await receiver.stop().catch(() => {});
-    await lab.destroy(o.keep).catch(() => {});
-  }
-}
-
-/** On Ctrl-C (SIGINT) or SIGTERM: every process of the lab stopped and its folder removed, then exit 130. Returns the uninstaller. */
-function tearDownOnSignal(lab: Lab, keep: boolean, log: (line: string) => void): () => void {
-  const handler = () => {
-    log('interrupted: killing the lab');
-    lab.killAllNow(keep);
-    process.exit(130);
-  };
-  process.once('SIGINT', handler);
-  process.once('SIGTERM', handler);
-  return () => {
-    process.removeListener('SIGINT', handler);
-    process.removeListener('SIGTERM', handler);
-  };
 }

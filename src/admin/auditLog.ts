@@ -108,6 +108,9 @@ const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 /** The audit state of one operator write: its companion, and the row's id once it committed. */
 interface AuditedWrite extends TransactionCompanion {
   rowId?: number;
+  /** The row's `request_id` and `at`, which name it with its id (below). */
+  rowRequestId?: string;
+  rowAt?: Date;
 }
 
 const AUDITED = new WeakMap<FastifyRequest, AuditedWrite>();
@@ -137,7 +140,10 @@ export function auditOperatorWrites(app: FastifyInstance, ctx: AppContext): void
       const write: AuditedWrite = {
         state: 'waiting',
         write: async (tx) => {
-          write.rowId = await insertAuditRow(tx, rowOf(req, null, undefined));
+          const row = rowOf(req, null, undefined);
+          write.rowId = await insertAuditRow(tx, row);
+          write.rowRequestId = row.request_id;
+          write.rowAt = row.at;
         },
       };
       AUDITED.set(req, write);
@@ -153,7 +159,13 @@ export function auditOperatorWrites(app: FastifyInstance, ctx: AppContext): void
     try {
       if (committed) {
         const row = rowOf(req, reply.statusCode, payload);
-        await ctx.db.query('UPDATE admin_audit_log SET status = $2, target = $3::jsonb WHERE id = $1', [write!.rowId, row.status, JSON.stringify(row.target)]);
+        // The row by its id, request id and time, still without a status: after a failover that
+        // lost it (asynchronous replication, or a commit whose standby never confirmed), the new
+        // primary may have given its id to another operation's row, which must stay as it is.
+        await ctx.db.query(
+          'UPDATE admin_audit_log SET status = $2, target = $3::jsonb WHERE id = $1 AND request_id = $4 AND at = $5 AND status IS NULL',
+          [write!.rowId, row.status, JSON.stringify(row.target), write!.rowRequestId, write!.rowAt],
+        );
       } else {
         await insertAuditRow(ctx.db, rowOf(req, reply.statusCode, payload));
       }

@@ -279,7 +279,8 @@ export class IdempotencyStore {
     );
     if (!row) return 'wait'; // released between the two statements: try again
     if (row.expires_at <= now) {
-      await this.db.query('DELETE FROM idempotency_keys WHERE id = $1 AND expires_at <= $2', [row.id, now]);
+      // By id and the token read with it: after a failover the id may name another key (below).
+      await this.db.query('DELETE FROM idempotency_keys WHERE id = $1 AND owner_token = $2 AND expires_at <= $3', [row.id, row.owner_token, now]);
       return 'wait';
     }
     if (row.request_hash !== hash) return { kind: 'mismatch' };
@@ -290,12 +291,16 @@ export class IdempotencyStore {
     // the token). Only past that horizon: leases taken by processes whose clocks differ by less
     // than a lease — other app nodes, or a request whose batch committed after a later one's —
     // are live and are waited for.
+    // The row is named by its id and the token read with it: a failover between the two statements
+    // can lose the row read (committed on the old primary, not yet on its standby) and the id it
+    // took, which the new primary then gives another key — taking that one over would record this
+    // request's answer under another scope. The token also makes the takeover a compare-and-swap.
     const horizon = new Date(lease.getTime() + this.leaseMs);
     if (row.locked_until <= now || row.locked_until > horizon) {
       const taken = await this.db.query<{ id: number }>(
         `UPDATE idempotency_keys SET owner_token = $2, locked_until = $3
-          WHERE id = $1 AND status = 'in_progress' AND (locked_until <= $4 OR locked_until > $5) RETURNING id`,
-        [row.id, token, lease, now, horizon],
+          WHERE id = $1 AND owner_token = $6 AND status = 'in_progress' AND (locked_until <= $4 OR locked_until > $5) RETURNING id`,
+        [row.id, token, lease, now, horizon, row.owner_token],
       );
       if (taken[0]) return { kind: 'claimed', claim: this.newClaim(scope, row.id, token, row.resource_id) };
     }

@@ -5,6 +5,7 @@ import { CHECK_VIOLATION, constraintName, isDatabaseUnavailable, sqlState } from
 import { BOUND_CONSTRAINTS } from '../ledger/ledger.js';
 import { OverloadedError } from '../lib/batcher.js';
 import { AmountTooLargeError } from '../lib/money.js';
+import { RailTimeoutError } from '../rail/rail.js';
 import { asHttpError, type ErrorShape } from './errorMap.js';
 import { badRequest, businessError, HttpError, internalError, serviceUnavailable } from './errors.js';
 
@@ -27,6 +28,10 @@ export function toHttpError(error: unknown, request: FastifyRequest): HttpError 
   // PostgreSQL down, restarting or dropping connections: "retry later", never 4xx/500 with the
   // driver's text (hosts, ports). The Idempotency-Key, if any, is freed (src/external/pipeline.ts).
   if (isDatabaseUnavailable(error)) return serviceUnavailable();
+  // The rail did not answer in time (a call an operation could not go on without: a key look-up
+  // while the simulated bank's database fails over, say): "retry later" too. An order without an
+  // answer never gets here (it stays at stage 1 and is sent again), so nothing half-done is hidden.
+  if (error instanceof RailTimeoutError) return serviceUnavailable();
   // A bounded queue was full: nothing was started; the client may send the same request again.
   if (error instanceof OverloadedError) {
     return serviceUnavailable('The server is busy; the request was not executed. Retry after the time in Retry-After', error.retryAfterSeconds);

@@ -1,7 +1,7 @@
 import type { Sql } from '../db/db.js';
 import { CHECK_VIOLATION, constraintName, sqlState } from '../db/db.js';
 import { AmountTooLargeError, MAX_BALANCE_BASE_UNITS, safeSum } from '../lib/money.js';
-import { coverShortBlocks } from '../med/blocks.js';
+import * as shortBlocks from './shortBlocks.js';
 
 /**
  * The double-entry ledger. Every money movement is one call to `post` inside the caller's database
@@ -249,4 +249,24 @@ export async function moveWithinAccount(
       { book: { accountId: input.accountId, book: input.to }, amount: input.amount },
     ],
   });
+}
+
+/**
+ * The ledger's credit rule for MED: tops up the account's open blocks that are short of their
+ * amount from its available balance, oldest infraction first, in the caller's transaction (`post`
+ * calls it after every credit of an `available` book; the creation of an infraction calls it for
+ * the block itself). Costs one index probe when there is none (nearly always); otherwise locks the
+ * account's books, then the infractions (the fixed order). Each top-up is an available -> blocked
+ * move referenced by the infraction id (`med_block`), like the block itself (src/med/blocks.ts).
+ */
+export async function coverShortBlocks(tx: Sql, accountId: number, now: Date): Promise<void> {
+  if (!(await shortBlocks.hasShortBlocks(tx, accountId))) return;
+  let { available } = await lockAccount(tx, accountId);
+  for (const infraction of await shortBlocks.lockShortBlocks(tx, accountId)) {
+    if (available <= 0) return;
+    const take = Math.min(available, infraction.amount - infraction.blocked_amount);
+    await moveWithinAccount(tx, { kind: 'med_block', reference: infraction.id, accountId, from: 'available', to: 'blocked', amount: take });
+    await shortBlocks.addBlocked(tx, infraction.id, take, now);
+    available -= take;
+  }
 }

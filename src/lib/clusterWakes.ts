@@ -1,5 +1,5 @@
 import cluster from 'node:cluster';
-import type { BackgroundWorker } from '../context.js';
+import type { BackgroundWorker } from './worker.js';
 import type { Database } from '../db/db.js';
 import { monotonicNow } from './clock.js';
 

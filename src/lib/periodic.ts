@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { BackgroundWorker } from '../context.js';
+import type { BackgroundWorker } from './worker.js';
 
 /**
  * A background loop that runs `tick` every `intervalMs` (the next run is scheduled after the

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { BackgroundWorker } from '../context.js';
+import type { BackgroundWorker } from './worker.js';
 import type { Database } from '../db/db.js';
 
 /** A sleep that `wake()` cuts short (a wake with nobody sleeping is kept for the next sleep). */

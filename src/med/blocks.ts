@@ -1,6 +1,5 @@
 import type { Sql } from '../db/db.js';
-import { lockAccount, moveWithinAccount } from '../ledger/ledger.js';
-import * as repo from './repository.js';
+import { moveWithinAccount } from '../ledger/ledger.js';
 
 /**
  * The precautionary blocks of MED. A block is money moved from the account's `available` book to
@@ -9,13 +8,14 @@ import * as repo from './repository.js';
  * release is the infraction id.
  *
  * When the available balance is short of what an infraction claims, what is there is blocked and
- * the rest is blocked as money comes in: the ledger's `post` calls `coverShortBlocks` after every
- * posting that credits an account's available book, in the same transaction (received PIX and paid
- * charges, returned payouts, released reservations, deposits, boleto settlements, released MED
- * blocks, and any credit path added later), which tops up the account's short blocks, oldest
- * infraction first, until each holds its amount. Credit paths do not call it themselves; the one
- * direct caller is the creation of an infraction (the block itself).
+ * the rest is blocked as money comes in. That top-up is the ledger's own credit rule
+ * (`coverShortBlocks` in src/ledger/ledger.ts): `post` applies it after every posting that credits
+ * an account's available book, in the same transaction (received PIX and paid charges, returned
+ * payouts, released reservations, deposits, boleto settlements, released MED blocks, and any credit
+ * path added later), oldest infraction first, until each block holds its amount. Credit paths do
+ * not call it themselves; the one direct caller is the creation of an infraction (the block itself).
  */
+export { coverShortBlocks } from '../ledger/ledger.js';
 
 /**
  * available -> blocked (`block`) or blocked -> available (`release`). `reference`: the infraction
@@ -28,21 +28,4 @@ export async function moveBlock(
 ): Promise<void> {
   const [from, to] = move === 'block' ? (['available', 'blocked'] as const) : (['blocked', 'available'] as const);
   await moveWithinAccount(tx, { kind: input.kind, reference: input.reference, accountId: input.accountId, from, to, amount: input.amount, ...(input.now ? { now: input.now } : {}) });
-}
-
-/**
- * Tops up the account's open blocks that are short of their amount from its available balance,
- * oldest infraction first, in the caller's transaction. Costs one index probe when there is none
- * (nearly always); otherwise locks the account's books, then the infractions (the fixed order).
- */
-export async function coverShortBlocks(tx: Sql, accountId: number, now: Date): Promise<void> {
-  if (!(await repo.hasShortBlocks(tx, accountId))) return;
-  let { available } = await lockAccount(tx, accountId);
-  for (const infraction of await repo.lockShortBlocks(tx, accountId)) {
-    if (available <= 0) return;
-    const take = Math.min(available, infraction.amount - infraction.blocked_amount);
-    await moveBlock(tx, 'block', { kind: 'med_block', reference: infraction.id, accountId, amount: take });
-    await repo.updateInfraction(tx, infraction.id, { blockedDelta: take }, now);
-    available -= take;
-  }
 }

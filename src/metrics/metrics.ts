@@ -1,7 +1,6 @@
 import client from 'prom-client';
 import type { Database } from '../db/db.js';
 import type { BatchObserver } from '../lib/batcher.js';
-import type { Rail } from '../rail/rail.js';
 import { monotonicNow } from '../lib/clock.js';
 
 /**
@@ -10,7 +9,8 @@ import { monotonicNow } from '../lib/clock.js';
  *
  *   HTTP         an onResponse hook (app.ts): requests and latency by route pattern and status,
  *                rate-limit rejections (429) and idempotency replays (x-idempotent-replay)
- *   rail         `instrumentRail` wraps the rail adapter: latency and outcome of every call
+ *   rail         `railCall`, called by the rail's decorator (src/rail/instrumented.ts): latency
+ *                and outcome of every call
  *   outbox       the webhook dispatcher reports each event it fans out (once, after commit):
  *                cash-outs, refunds, TEFs, charges and MED by outcome come from the event names
  *   webhooks     the delivery sender reports each attempt (outcome, latency)
@@ -257,45 +257,4 @@ export class Metrics {
   get contentType(): string {
     return this.registry.contentType;
   }
-}
-
-const TIMED_RAIL_CALLS = new Set(['sendPayment', 'sendReturn']);
-
-/**
- * The rail adapter with its calls timed: sendPayment/sendReturn by their answer's status (or
- * `error`), and the directory's key lookups.
- */
-export function instrumentRail(rail: Rail, metrics: Metrics): Rail {
-  const time = async <T>(operation: string, call: () => Promise<T>, outcomeOf: (r: T) => string): Promise<T> => {
-    const started = process.hrtime.bigint();
-    const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
-    try {
-      const result = await call();
-      metrics.railCall(operation, outcomeOf(result), seconds());
-      return result;
-    } catch (err) {
-      metrics.railCall(operation, 'error', seconds());
-      throw err;
-    }
-  };
-  const directory = new Proxy(rail.directory, {
-    get(target, prop, receiver) {
-      const value = Reflect.get(target, prop, receiver) as unknown;
-      if (prop === 'lookupKey' && typeof value === 'function') {
-        return (key: string) => time('lookupKey', () => (value as Rail['directory']['lookupKey']).call(target, key), (r) => (r ? 'found' : 'not_found'));
-      }
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-    },
-  });
-  return new Proxy(rail, {
-    get(target, prop, receiver) {
-      if (prop === 'directory') return directory;
-      const value = Reflect.get(target, prop, receiver) as unknown;
-      if (typeof prop === 'string' && TIMED_RAIL_CALLS.has(prop) && typeof value === 'function') {
-        return (...args: unknown[]) =>
-          time(prop, () => (value as (...a: unknown[]) => Promise<{ status: string }>).apply(target, args), (r) => r.status);
-      }
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-    },
-  });
 }

@@ -1,9 +1,9 @@
 import { isValidCnpj, isValidCpf } from '../lib/documents.js';
 import { UUID_V4 } from '../lib/ids.js';
+import { PIX_KEY_TYPES, type PixKeyType } from '../rail/rail.js';
 
-/** PIX key types of the directory (DICT). */
-export const PIX_KEY_TYPES = ['cpf', 'cnpj', 'email', 'phone', 'evp'] as const;
-export type PixKeyType = (typeof PIX_KEY_TYPES)[number];
+/** PIX key types of the directory (DICT): the rail port's vocabulary (src/rail/rail.ts). */
+export { PIX_KEY_TYPES, type PixKeyType };
 
 const EMAIL = /^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/;
 /**

@@ -15,29 +15,60 @@ import * as repo from './repository.js';
  * rail's answer, or the rail did not answer) and sends them again. The rail deduplicates on the
  * end-to-end id, so an order it already has is only acknowledged again. A payment the rail now
  * refuses with a timeout is released and announced with pix.payout.failed (no caller is waiting).
+ * It also sends again the orders acknowledged (stage 2) but not final after RECONCILE_AFTER_MS.
  * (Old rail-inbox ids and limit windows are purged by the retention worker, src/retention/.)
  */
 export const UNSENT_AFTER_MS = 15_000;
 
-export async function recoverUnsent(ctx: PixDeps, options: { olderThanMs?: number; limit?: number } = {}): Promise<number> {
+/**
+ * How long a record may stay at stage 2 (acknowledged by the rail, not final) before the recovery
+ * sends its order again, and then again each time this much has passed. The rail may have lost an
+ * order it acknowledged: a failover replaces the primary that took it (or that showed it to a
+ * repeat before its standby had it) while pixgate's own record of the acknowledgement, written
+ * later and synchronously, survives. Sending again is the check: the rail deduplicates on the
+ * end-to-end id, so an order it knows is only acknowledged again (a record held or queued for long
+ * costs one order a bound), and one it lost is taken and settles. docs/decisions.md (q2-failover).
+ */
+export const RECONCILE_AFTER_MS = 30_000;
+
+/** Returns how many stage-1 records it sent again (those at stage 2 are counted in the log only). */
+export async function recoverUnsent(
+  ctx: PixDeps,
+  options: { olderThanMs?: number; reconcileAfterMs?: number; limit?: number } = {},
+): Promise<number> {
   const now = ctx.clock.now();
-  const rows = await repo.claimUnsent(ctx.db, new Date(now.getTime() - (options.olderThanMs ?? UNSENT_AFTER_MS)), now, options.limit ?? 100);
-  for (const row of rows) {
-    try {
-      if (row.kind === 'cash_out') {
-        const ack = await ctx.rail.sendPayment(paymentOrder(row, ctx.config.institutionIspb));
-        await ctx.db.transaction((tx) => applyPaymentAck(tx, ctx, row, ack, { emitTimeoutFailure: true }));
-      } else if (row.kind === 'refund' || row.kind === MED.refundKind) {
-        const original = (await repo.findById(ctx.db, row.original_id!))!;
-        const ack = await ctx.rail.sendReturn(returnOrder(row, original));
-        await ctx.db.transaction((tx) => applyReturnAck(tx, ctx, row, ack, row.kind === MED.refundKind ? settleMedRefund : undefined));
-      }
-      ctx.log.info({ transaction_id: row.transaction_id }, 'unacknowledged order sent to the rail again');
-    } catch (err) {
-      ctx.log.error({ err, transaction_id: row.transaction_id }, 'could not send an unacknowledged order again; will retry');
-    }
+  const limit = options.limit ?? 100;
+  const unsent = await repo.claimUnsent(ctx.db, new Date(now.getTime() - (options.olderThanMs ?? UNSENT_AFTER_MS)), now, limit);
+  for (const row of unsent) {
+    if (await sendAgain(ctx, row)) ctx.log.info({ transaction_id: row.transaction_id }, 'unacknowledged order sent to the rail again');
   }
-  return rows.length;
+  const sent = await repo.claimSentUnsettled(ctx.db, new Date(now.getTime() - (options.reconcileAfterMs ?? RECONCILE_AFTER_MS)), now, limit);
+  for (const row of sent) await sendAgain(ctx, row);
+  if (sent.length > 0) ctx.log.debug({ orders: sent.length }, 'acknowledged orders not final yet sent to the rail again');
+  return unsent.length;
+}
+
+/**
+ * Sends the order of a record again and applies the rail's answer: at stage 1 as the request
+ * would have; at stage 2 the answer changes nothing (already acknowledged; a return the rail
+ * settles at once is settled), and a payment the rail now refuses to take (`timeout`) stays at
+ * stage 2 for the next pass. False when it failed (logged; the next pass tries again).
+ */
+async function sendAgain(ctx: PixDeps, row: repo.OwnedTransaction): Promise<boolean> {
+  try {
+    if (row.kind === 'cash_out') {
+      const ack = await ctx.rail.sendPayment(paymentOrder(row, ctx.config.institutionIspb));
+      await ctx.db.transaction((tx) => applyPaymentAck(tx, ctx, row, ack, { emitTimeoutFailure: true }));
+    } else if (row.kind === 'refund' || row.kind === MED.refundKind) {
+      const original = (await repo.findById(ctx.db, row.original_id!))!;
+      const ack = await ctx.rail.sendReturn(returnOrder(row, original));
+      await ctx.db.transaction((tx) => applyReturnAck(tx, ctx, row, ack, row.kind === MED.refundKind ? settleMedRefund : undefined));
+    }
+    return true;
+  } catch (err) {
+    ctx.log.error({ err, transaction_id: row.transaction_id }, 'could not send an order to the rail again; will retry');
+    return false;
+  }
 }
 
 /**

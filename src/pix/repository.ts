@@ -6,6 +6,7 @@
  * This module gathers them for the PIX code that uses several.
  */
 export {
+  claimSentUnsettled,
   claimUnsent,
   findByEndToEndId,
   findByExternalId,

@@ -1,6 +1,5 @@
-import type { BackgroundWorker } from '../context.js';
+import type { BackgroundWorker } from '../lib/worker.js';
 import type { BatchOutcome } from '../lib/batcher.js';
-import type { PixKeyType } from '../pix/keys.js';
 
 /**
  * The boundary between pixgate and the central bank's instant-payment rail (SPI for settlement,
@@ -27,6 +26,10 @@ export interface DirectoryEntry {
   /** The directory's anti-fraud marker: protection applies to payments to this key. */
   fraudFlagged: boolean;
 }
+
+/** PIX key types of the directory (DICT); src/pix/keys.ts validates and normalizes keys of each. */
+export const PIX_KEY_TYPES = ['cpf', 'cnpj', 'email', 'phone', 'evp'] as const;
+export type PixKeyType = (typeof PIX_KEY_TYPES)[number];
 
 export interface KeyRegistration {
   key: string;

@@ -55,5 +55,28 @@ export function openRedis(target: RedisTarget | string, options: { commandTimeou
     });
   }
   redis.on('error', (err: Error) => options.log.warn({ err: err.message }, 'redis error'));
+  // ioredis ends a client for good ('end': every command "Connection is closed.") when its connector
+  // is disconnected while connecting. With Sentinel that happens in a failover: the failover
+  // detector of the connection lost with the old master stays subscribed until a new connection
+  // is made, and the sentinels' +switch-master makes it disconnect the connector in the middle of
+  // the reconnection (the HA run: one node answered 503 to every v2 request from then on). A client
+  // not closed on purpose is connected again.
+  redis.on('end', () => {
+    if (closedOnPurpose.has(redis)) return;
+    options.log.warn('redis client ended by the library; connecting again');
+    setTimeout(() => {
+      if (!closedOnPurpose.has(redis) && redis.status === 'end') redis.connect().catch(() => {});
+    }, RECONNECT_AFTER_END_MS).unref();
+  });
   return redis;
+}
+
+const RECONNECT_AFTER_END_MS = 500;
+const closedOnPurpose = new WeakSet<Redis>();
+
+/** Closes a client of openRedis for good: `quit` (pending replies first), or at once. */
+export async function closeRedis(redis: Redis, how: 'quit' | 'now' = 'quit'): Promise<void> {
+  closedOnPurpose.add(redis);
+  if (how === 'now') redis.disconnect();
+  else await redis.quit().catch(() => redis.disconnect());
 }

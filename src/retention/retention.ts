@@ -1,11 +1,24 @@
-import type { AppContext, BackgroundWorker } from '../context.js';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { Database } from '../db/db.js';
+import { isLockTimeout } from '../db/partitions.js';
+import type { Clock } from '../lib/clock.js';
+import type { BackgroundWorker } from '../lib/worker.js';
 import { periodicWorker } from '../lib/periodic.js';
+import { dropOldEventPartitions, ensureEventPartitions } from './partitions.js';
 import * as repo from './repository.js';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
 /** Cash-out limit windows are kept this long after they started (a window lasts at most a day). */
 const LIMIT_WINDOW_RETENTION_DAYS = 3;
+
+/** What a retention pass uses (AppContext satisfies it). */
+export interface RetentionDeps {
+  db: Database;
+  clock: Clock;
+  config: Pick<Config, 'retention'>;
+}
 
 export interface RetentionReport {
   idempotency_keys: number;
@@ -14,6 +27,8 @@ export interface RetentionReport {
   sim_payments: number;
   limit_windows: number;
   nonces: number;
+  /** Days of events (with their deliveries and attempts) whose partitions were dropped, YYYY-MM-DD. */
+  event_days_dropped: string[];
 }
 
 /**
@@ -29,8 +44,12 @@ export interface RetentionReport {
  *   cash-out limit windows  3 days after they started (a window lasts at most a day)
  *   signature-v2 nonces  once they expire (10 minutes after their claim: the timestamp check
  *                        refuses them from then on)
+ * Outbox events, deliveries and attempts are partitioned by day (migration 0800): a pass first makes
+ * the partitions of the coming days, then drops whole days past RETENTION_EVENT_DAYS with nothing
+ * pending (src/retention/partitions.ts); the row purge takes what is left (the default partition,
+ * final rows of a day kept for a pending delivery).
  */
-export async function runRetention(ctx: Pick<AppContext, 'db' | 'clock' | 'config'>): Promise<RetentionReport> {
+export async function runRetention(ctx: RetentionDeps): Promise<RetentionReport> {
   const r = ctx.config.retention;
   const now = ctx.clock.now().getTime();
   const drain = async (purge: () => Promise<number>) => {
@@ -41,10 +60,20 @@ export async function runRetention(ctx: Pick<AppContext, 'db' | 'clock' | 'confi
       if (n < r.batchSize) return total;
     }
   };
+  const eventCutoff = new Date(now - r.eventDays * DAY_MS);
+  // A partition step that found its tables busy (lock_timeout) waits for the next pass; the row
+  // purges below run anyway.
+  const busy = (err: unknown) => {
+    if (isLockTimeout(err)) return null;
+    throw err;
+  };
+  await ensureEventPartitions(ctx.db).catch(busy);
+  const dropped = (await dropOldEventPartitions(ctx.db, eventCutoff).catch(busy))?.dropped ?? [];
   return {
+    event_days_dropped: dropped,
     idempotency_keys: await drain(() => repo.purgeIdempotencyKeys(ctx.db, new Date(now - r.idempotencyHours * HOUR_MS), r.batchSize)),
     rail_inbox: await drain(() => repo.purgeRailInbox(ctx.db, new Date(now - r.railInboxDays * DAY_MS), r.batchSize)),
-    events: await drain(() => ctx.db.transaction((tx) => repo.purgeEvents(tx, new Date(now - r.eventDays * DAY_MS), r.batchSize))),
+    events: await drain(() => ctx.db.transaction((tx) => repo.purgeEvents(tx, eventCutoff, r.batchSize))),
     sim_payments: await drain(() => repo.purgeSimPayments(ctx.db, new Date(now - r.simDays * DAY_MS), r.batchSize)),
     limit_windows: await drain(() => repo.purgeLimitWindows(ctx.db, new Date(now - LIMIT_WINDOW_RETENTION_DAYS * DAY_MS), r.batchSize)),
     nonces: await drain(() => repo.purgeNonces(ctx.db, new Date(now), r.batchSize)),
@@ -52,9 +81,25 @@ export async function runRetention(ctx: Pick<AppContext, 'db' | 'clock' | 'confi
 }
 
 /** The one retention worker: a pass every RETENTION_INTERVAL_MS. */
-export function retentionWorker(ctx: AppContext): BackgroundWorker {
-  return periodicWorker('retention', ctx.config.retention.intervalMs, ctx.log, async () => {
+export function retentionWorker(ctx: RetentionDeps & { log: Logger }): BackgroundWorker {
+  const loop = periodicWorker('retention', ctx.config.retention.intervalMs, ctx.log, async () => {
     const report = await runRetention(ctx);
-    if (Object.values(report).some((n) => n > 0)) ctx.log.info({ retention: report }, 'retention pass');
+    if (Object.values(report).some((n) => (Array.isArray(n) ? n.length > 0 : n > 0))) ctx.log.info({ retention: report }, 'retention pass');
   });
+  let first: Promise<unknown> = Promise.resolve();
+  return {
+    ...loop,
+    // The coming days' partitions at once, not only after the first interval.
+    start() {
+      first = ensureEventPartitions(ctx.db).then(
+        (r) => r.created.length > 0 && ctx.log.info({ partitions: r.created }, 'partitions created'),
+        (err) => ctx.log.error({ err }, 'creating partitions failed (the next retention pass tries again)'),
+      );
+      loop.start();
+    },
+    async stop() {
+      await loop.stop();
+      await first;
+    },
+  };
 }

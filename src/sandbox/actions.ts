@@ -7,7 +7,7 @@ import * as med from '../med/repository.js';
 import * as merchants from '../merchants/repository.js';
 import * as pix from '../pix/repository.js';
 import type { InfractionDecision } from '../rail/rail.js';
-import { SimulatedRail } from '../rail/simulator.js';
+import { SimulatedRail } from '../rail/sim/simulatedRail.js';
 import { transactionRecord } from '../transactions/views.js';
 import { findRefusalByEndToEndId } from '../pix/railRefusals.js';
 import { creditedOrRefused, unwrap } from './outcome.js';

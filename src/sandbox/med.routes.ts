@@ -4,7 +4,7 @@ import { parseOrThrow } from '../http/validation.js';
 import { mount } from '../http/routeSpec.js';
 import { report, resolve, sandboxApi as api } from './sandbox.api.js';
 import { infractionId } from '../med/merchant.js';
-import { SimulatedRail } from '../rail/simulator.js';
+import { SimulatedRail } from '../rail/sim/simulatedRail.js';
 import { openInfraction, resolveInfraction } from './actions.js';
 
 /**

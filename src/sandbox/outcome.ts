@@ -2,7 +2,7 @@ import type { AppContext } from '../context.js';
 import { businessError, conflict, notFound, unprocessable } from '../http/errors.js';
 import { findRefusalByEndToEndId, REFUSAL } from '../pix/railRefusals.js';
 import * as pix from '../pix/repository.js';
-import type { SandboxOutcome } from '../rail/simulator.js';
+import type { SandboxOutcome } from '../rail/sim/simulatedRail.js';
 
 /** The value of a simulator outcome, or its refusal as a business error (404, 409, 422). */
 export function unwrap<T>(outcome: SandboxOutcome<T>): T {

@@ -5,7 +5,7 @@ import { isoZ } from '../lib/clock.js';
 import { centsToBaseUnits } from '../lib/money.js';
 import * as charges from '../pix/cashin/repository.js';
 import { brCodeKey } from '../pix/keys.js';
-import type { SimulatedRail } from '../rail/simulator.js';
+import type { SimulatedRail } from '../rail/sim/simulatedRail.js';
 import { creditedOrRefused } from './outcome.js';
 
 export interface PayBrCode {

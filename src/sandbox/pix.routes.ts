@@ -5,7 +5,7 @@ import { parseOrThrow } from '../http/validation.js';
 import { mount } from '../http/routeSpec.js';
 import { dictKey, inbound, pay, returnBody, sandboxApi as api, transactionIdParam } from './sandbox.api.js';
 import { normalizePixKey } from '../pix/keys.js';
-import { SimulatedRail } from '../rail/simulator.js';
+import { SimulatedRail } from '../rail/sim/simulatedRail.js';
 import { decidePayout, receiveInbound, returnPayout } from './actions.js';
 import { unwrap } from './outcome.js';
 import { payBrCode } from './payerBank.js';

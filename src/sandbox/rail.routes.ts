@@ -3,7 +3,7 @@ import type { AppContext } from '../context.js';
 import { mount } from '../http/routeSpec.js';
 import { parseOrThrow } from '../http/validation.js';
 import { railApi, stallBody } from '../openapi/more.api.js';
-import { SimulatedRail } from '../rail/simulator.js';
+import { SimulatedRail } from '../rail/sim/simulatedRail.js';
 
 /**
  * The rail stall switch. `PUT /rail/stall {delay_ms, drop}` makes the simulated central bank take

@@ -223,6 +223,27 @@ export async function claimUnsent(sql: Sql, staleBefore: Date, now: Date, limit:
   );
 }
 
+/**
+ * Claims outbound records at stage 2 (acknowledged by the rail, not final) not sent again since
+ * before `staleBefore` (by `rail_checked_at`, or `updated_at` when never), stamping
+ * `rail_checked_at` so that neither this process nor another sends them again before the next
+ * bound. A stamp more than a minute past `now` was written before the wall clock stepped back: due.
+ */
+export async function claimSentUnsettled(sql: Sql, staleBefore: Date, now: Date, limit: number): Promise<OwnedTransaction[]> {
+  return sql.query<OwnedTransaction>(
+    `WITH c AS (
+       UPDATE transactions SET rail_checked_at = $2
+        WHERE id IN (SELECT id FROM transactions
+                      WHERE statement_status = 'in_flight' AND stage = 2
+                        AND (COALESCE(rail_checked_at, updated_at) < $1 OR COALESCE(rail_checked_at, updated_at) > $2::timestamptz + interval '1 minute')
+                        AND kind IN ('cash_out', 'refund', 'med_refund')
+                      ORDER BY COALESCE(rail_checked_at, updated_at) LIMIT $3 FOR UPDATE SKIP LOCKED)
+        RETURNING *)
+     SELECT c.*, a.merchant_id FROM c JOIN accounts a ON a.id = c.account_id`,
+    [staleBefore, now, limit],
+  );
+}
+
 /** Records that did not happen (an expired charge's): status failed. */
 export async function failRecords(tx: Sql, ids: readonly string[], now: Date): Promise<void> {
   if (ids.length === 0) return;

@@ -1,6 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { AppContext, BackgroundWorker } from '../context.js';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { Database } from '../db/db.js';
+import type { Metrics } from '../metrics/metrics.js';
+import type { BackgroundWorker } from '../lib/worker.js';
 import { parseAllowedHosts } from './destination.js';
 import { HttpDeliverer, type Resolver } from './http.js';
 import { EVENT_ALIASES } from './registration.js';
@@ -54,7 +58,13 @@ export interface WebhookWorkerOptions {
   workerId?: string;
 }
 
-type WorkerDeps = Pick<AppContext, 'db' | 'config' | 'log'> & Partial<Pick<AppContext, 'metrics'>>;
+/** What the delivery engine uses (AppContext satisfies it; metrics are optional). */
+export interface WorkerDeps {
+  db: Database;
+  config: Pick<Config, 'webhookTimeoutMs' | 'webhookRetryScheduleMs' | 'webhookAllowedHosts'>;
+  log: Logger;
+  metrics?: Pick<Metrics, 'eventsDispatched' | 'webhookAttempt'>;
+}
 
 export const DEFAULTS = {
   pollMs: 100,
@@ -337,6 +347,7 @@ class DeliverySender implements BackgroundWorker {
       statusCode: r.statusCode,
       error: r.error,
       responseBody: r.responseBody,
+      partitionKey: job.partition_key,
     };
     this.ctx.metrics?.webhookAttempt(r.ok, outcome.kind, r.durationMs / 1000);
     const applied = await this.recorder.record({ attempt, outcome });

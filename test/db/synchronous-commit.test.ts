@@ -7,8 +7,9 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 
 /**
  * The simulated rail's own bookkeeping commits without waiting for the disk: each of its hot
- * statements sets synchronous_commit off for its own transaction only (`RELAXED_COMMIT`,
- * src/db/db.ts; docs/decisions.md, "The simulated rail's commits"). Run here inside a transaction
+ * statements whose loss is harmless sets synchronous_commit off for its own transaction only
+ * (`RELAXED_COMMIT`, src/db/db.ts; docs/decisions.md, "The simulated rail's commits"); the payment
+ * order, whose acknowledgement pixgate records, commits synchronously (docs/decisions.md, q2-failover). Run here inside a transaction
  * (rolled back) to read the setting the statement's commit would see; the session keeps `on`.
  */
 class RolledBack extends Error {}
@@ -54,8 +55,11 @@ describe.each(BACKENDS)("the simulated rail's commits on %s", (backend) => {
     expect(await settingAfter((tx) => tx.query('SELECT 1'))).toBe('on');
   });
 
-  it('off for the payment order, the due settlements, the lease and the delete of notifications', async () => {
-    expect(await settingAfter((tx) => store.takeOutboundPayments(tx, [order], terms))).toBe('off');
+  it('on for the payment order: its acknowledgement is as durable as pixgate\'s record of it (issue 25)', async () => {
+    expect(await settingAfter((tx) => store.takeOutboundPayments(tx, [order], terms))).toBe('on');
+  });
+
+  it('off for the due settlements, the lease and the delete of notifications (each done again if lost)', async () => {
     expect(await settingAfter((tx) => store.settleDuePayments(tx, now, 10, null))).toBe('off');
     expect(await settingAfter((tx) => store.claimNotifications(tx, now, now, 10))).toBe('off');
     expect(await settingAfter((tx) => store.deleteNotifications(tx, [{ id: -1, notification_id: 'none' }]))).toBe('off');

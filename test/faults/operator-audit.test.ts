@@ -102,4 +102,33 @@ describe.each(BACKENDS)('operator audit rows on %s', (backend) => {
     expect(deposit.status).toBe(201);
     expect((await rowsOf(server, deposit.requestId)).map((r) => r.status)).toEqual([201]);
   });
+  it('completing the row names it by id, request id and time: a row that took its id after a failover stays as it is', async () => {
+    // The failover, between the operation's commit and its answer: its row is lost (asynchronous
+    // replication, or a standby that never confirmed) and the new primary gave the id to another
+    // operation's row, not answered yet.
+    const db = server.ctx.db as { query: (text: string, params?: unknown[]) => Promise<unknown[]> };
+    const query = db.query;
+    let other: { id: number; requestId: string } | undefined;
+    db.query = async (text: string, params?: unknown[]) => {
+      if (other === undefined && text.startsWith('UPDATE admin_audit_log')) {
+        other = { id: Number(params![0]), requestId: `other-${randomBytes(6).toString('hex')}` };
+        await query.call(db, 'DELETE FROM admin_audit_log WHERE id = $1', [other.id]);
+        await query.call(
+          db,
+          `INSERT INTO admin_audit_log (id, at, actor, client_ip, method, route, target, request_id, status)
+           OVERRIDING SYSTEM VALUE VALUES ($1, now(), 'admin', '127.0.0.1', 'POST', '/api/admin/merchants', '{}'::jsonb, $2, NULL)`,
+          [other.id, other.requestId],
+        );
+      }
+      return query.call(db, text, params);
+    };
+    try {
+      const merchant = await operator(server, 'admin', 'POST', '/merchants', { name: 'Loja Depois da Falha', document: validCnpj() });
+      expect(merchant.status).toBe(201);
+    } finally {
+      db.query = query;
+    }
+    expect(other).toBeDefined();
+    expect(await rowsOf(server, other!.requestId)).toEqual([{ status: null, route: '/api/admin/merchants', method: 'POST', target: {} }]);
+  });
 });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SimulatedRail } from '../../src/rail/simulator.js';
+import { SimulatedRail } from '../../src/rail/sim/simulatedRail.js';
 import { merchantWithKey, type MerchantFixture } from '../helpers/client.js';
 import { BACKENDS } from '../helpers/db.js';
 import { ManualClock } from '../helpers/fixtures.js';

@@ -147,8 +147,9 @@ describe.each(BACKENDS)('GET /metrics on %s', (backend) => {
       const [w] = await s.ctx.db.query<{ id: string }>(`SELECT id FROM webhooks WHERE merchant_id = $1 LIMIT 1`, [m.merchantId]);
       const [e] = await s.ctx.db.query<{ id: number }>(`SELECT id FROM outbox_events WHERE subject = 'metrics-lag'`);
       await s.ctx.db.query(
-        `INSERT INTO webhook_deliveries (webhook_id, outbox_id, event, subject, created_at, next_attempt_at)
-         VALUES ($1, $2, 'pix.charge.created', 'metrics-lag', now() - interval '90 seconds', now() + interval '1 hour')`,
+        `INSERT INTO webhook_deliveries (webhook_id, outbox_id, event, subject, created_at, next_attempt_at, event_created_at)
+         SELECT $1, $2, 'pix.charge.created', 'metrics-lag', now() - interval '90 seconds', now() + interval '1 hour', o.created_at
+           FROM outbox_events o WHERE o.id = $2`,
         [w!.id, e!.id],
       );
       await new Promise((r) => setTimeout(r, 300)); // the database gauges are read at most every 250 ms

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cashOut } from '../../src/pix/cashOut.js';
 import { parseCashOut } from '../../src/pix/cashOutCommand.js';
-import type { SimulatedRail } from '../../src/rail/simulator.js';
+import type { SimulatedRail } from '../../src/rail/sim/simulatedRail.js';
 import { BACKENDS } from '../helpers/db.js';
 import { merchantWithKey, type MerchantFixture } from '../helpers/client.js';
 import { claimedCashOutKey, expectLedgerConsistent, foreignKey, txRow, waitFor } from '../helpers/pix.js';

@@ -5,7 +5,7 @@ import { INSTITUTION_BOOK, post } from '../../src/ledger/ledger.js';
 import { newEndToEndId } from '../../src/lib/ids.js';
 import { MAX_BALANCE_BASE_UNITS } from '../../src/lib/money.js';
 import { railNotificationHandler } from '../../src/pix/railEvents.js';
-import { SimulatedRail } from '../../src/rail/simulator.js';
+import { SimulatedRail } from '../../src/rail/sim/simulatedRail.js';
 import * as simStore from '../../src/rail/sim/store.js';
 import { addPixKey, merchantWithKey, type MerchantFixture } from '../helpers/client.js';
 import { BACKENDS } from '../helpers/db.js';

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PaymentOrder } from '../../src/rail/rail.js';
-import type { SimulatedRail } from '../../src/rail/simulator.js';
+import type { SimulatedRail } from '../../src/rail/sim/simulatedRail.js';
 import { BACKENDS } from '../helpers/db.js';
 import { merchantWithKey, type MerchantFixture } from '../helpers/client.js';
 import { foreignKey, sandbox } from '../helpers/pix.js';

@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/lib/clock.js';
 import type { RailNotification } from '../../src/rail/rail.js';
 import * as store from '../../src/rail/sim/store.js';
-import { SimulatedRail } from '../../src/rail/simulator.js';
+import { SimulatedRail } from '../../src/rail/sim/simulatedRail.js';
 import { BACKENDS, openTestDatabase, type TestDatabase } from '../helpers/db.js';
 
 /**

@@ -3,7 +3,7 @@ import { railNotificationHandler } from '../../src/pix/railEvents.js';
 import * as repo from '../../src/pix/repository.js';
 import { BASE_UNITS_PER_CENT as U } from '../../src/lib/money.js';
 import type { RailNotification } from '../../src/rail/rail.js';
-import type { SimulatedRail } from '../../src/rail/simulator.js';
+import type { SimulatedRail } from '../../src/rail/sim/simulatedRail.js';
 import { BACKENDS } from '../helpers/db.js';
 import { merchantWithKey, type MerchantFixture } from '../helpers/client.js';
 import { balances, expectLedgerConsistent, foreignKey, outbox, txRow } from '../helpers/pix.js';

@@ -14,6 +14,11 @@ export interface AuditInput {
   receipts: Receipt[];
   /** Times of faults after which a webhook result may not have been recorded (kills, PostgreSQL stops). */
   faultTimes: number[];
+  /**
+   * Faults that last (a failover: from the kill until the cluster is whole again), [start, end] in
+   * ms: while one lasts, a sender's result may be recorded only after its lease ended.
+   */
+  faultWindows?: Array<[number, number]>;
   /** Ids of the receiver's webhooks (one per merchant). */
   webhookIds: string[];
   /** Events the receiver's webhooks subscribe to (every event that fires); others (internal events) are not delivered. */

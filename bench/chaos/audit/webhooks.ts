@@ -26,7 +26,7 @@ function stable(v: unknown): string {
  */
 export async function deliveriesReachReceiver(
   q: Q,
-  input: Pick<AuditInput, 'receipts' | 'faultTimes' | 'webhookIds' | 'subscribed'>,
+  input: Pick<AuditInput, 'receipts' | 'faultTimes' | 'faultWindows' | 'webhookIds' | 'subscribed'>,
   events: OutboxEvent[],
   add: Add,
   figures: Figures,
@@ -74,7 +74,7 @@ export async function deliveriesReachReceiver(
     const firstOk = list.find((r) => r.answered === 200);
     if (!firstOk) continue;
     for (const later of list.filter((r) => r.at > firstOk.at)) {
-      const excused = input.faultTimes.some((t) => t >= firstOk.at - 2000 && t <= later.at);
+      const excused = redeliveryExcused(firstOk.at, later.at, input.faultTimes, input.faultWindows ?? []);
       if (excused) expectedRedeliveries++;
       else {
         unexpected++;
@@ -191,4 +191,14 @@ export function deliveryOrder(
     }
   }
   figures.delivery_order_checked = checked;
+}
+
+/**
+ * Whether a delivery received again at `laterAt` after a 2xx answer at `firstAt` is explained by a
+ * fault: one happened between (from 2 s before the answer: the sender's record of it may have been
+ * in flight), or the database was failing over at some moment between — the sender could then
+ * record the answer only after its lease had ended and another sender had taken the delivery.
+ */
+export function redeliveryExcused(firstAt: number, laterAt: number, faultTimes: readonly number[], faultWindows: ReadonlyArray<readonly [number, number]>): boolean {
+  return faultTimes.some((t) => t >= firstAt - 2000 && t <= laterAt) || faultWindows.some(([start, end]) => end >= firstAt - 2000 && start <= laterAt);
 }

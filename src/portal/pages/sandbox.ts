@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { HttpError } from '../../http/errors.js';
 import { parseOrThrow } from '../../http/validation.js';
 import { getInfraction, infractionId } from '../../med/merchant.js';
-import type { SimulatedRail } from '../../rail/simulator.js';
+import type { SimulatedRail } from '../../rail/sim/simulatedRail.js';
 import { decidePayout, openInfraction, receiveInbound, resolveInfraction, returnPayout } from '../../sandbox/actions.js';
 import { payBrCode } from '../../sandbox/payerBank.js';
 import { inbound, pay, report, resolve, returnBody } from '../../sandbox/sandbox.api.js';

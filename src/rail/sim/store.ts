@@ -1,5 +1,5 @@
 import { RELAXED_COMMIT, type Sql } from '../../db/db.js';
-import type { PixKeyType } from '../../pix/keys.js';
+import type { PixKeyType } from '../rail.js';
 
 /** SQL of the simulated central bank (tables `sim_*`). Nothing outside src/rail/ reads them. */
 
@@ -313,18 +313,22 @@ export async function settleDuePayments(
   const [row] = await sql.query<{ settled: number; others: number; unleased: number; leased: SimNotificationRow[] | null }>(
     `WITH ${RELAXED_COMMIT},
      due AS (
-       SELECT end_to_end_id, kind, status, behavior FROM sim_payments
+       SELECT end_to_end_id, kind, status, behavior, queued_by_protection FROM sim_payments
         WHERE status IN ('protection', 'in_flight') AND due_at <= $1
         ORDER BY due_at, end_to_end_id LIMIT $2 FOR UPDATE SKIP LOCKED),
      settled AS (
        UPDATE sim_payments p SET status = 'settled', due_at = NULL, resolved_at = $1
          FROM due WHERE p.end_to_end_id = due.end_to_end_id AND due.kind = 'payment' AND due.status = 'in_flight' AND due.behavior = 'settle'
-       RETURNING p.end_to_end_id),
+       RETURNING p.end_to_end_id, due.queued_by_protection),
      -- Whether another notification of the subject waits: one probe of the subject index each (a
-     -- scalar subquery, never a join over the whole queue).
+     -- scalar subquery, never a join over the whole queue). A payment protection held is never a
+     -- head here: its payment.accepted may have committed after this statement's snapshot (the row
+     -- locked here is then re-read in its new version, the queue is not), which made the settlement
+     -- overtake it (the HA run: a commit waiting for the new primary's synchronous standby). The
+     -- claim (claimNotifications) delivers it in order.
      heads AS MATERIALIZED (
        SELECT s.end_to_end_id,
-              (SELECT 1 FROM sim_notifications p WHERE p.subject = s.end_to_end_id LIMIT 1) IS NULL AS head
+              NOT s.queued_by_protection AND (SELECT 1 FROM sim_notifications p WHERE p.subject = s.end_to_end_id LIMIT 1) IS NULL AS head
          FROM settled s),
      queued AS (
        INSERT INTO sim_notifications (notification_id, subject, kind, payload, created_at, attempts, locked_until)
@@ -369,11 +373,18 @@ export async function deleteNotifications(sql: Sql, rows: readonly LeasedNotific
  * with it); the stall switch is read too. `inserted`: this statement took the payment (the caller
  * wakes its engine for when it is due). `ack` is the acknowledgement the payment had when it was
  * first taken (`queued` if protection held it then, whatever it is now), null when there is none.
+ *
+ * Its commit waits for the disk and the synchronous standby, as pixgate's own record of the
+ * acknowledgement does: an acknowledgement is the central bank's word. With a relaxed commit a
+ * primary already replaced by a failover (its postmaster killed, a backend still serving an open
+ * connection) acknowledged orders that the new primary never had, while pixgate recorded them
+ * there (the HA run's cash-out stuck at stage 2). The statements whose loss is harmless stay
+ * relaxed: a lease taken again, a settlement done again, a delivered notification delivered again
+ * (the service's inbox makes it a no-op).
  */
 export async function takeOutboundPayments(sql: Sql, orders: readonly OutboundOrder[], t: TakeTerms): Promise<Taken[]> {
   const rows = await sql.query<{ behavior: SimBehavior | null; inserted: boolean | null; existing: boolean | null; delay_ms: number | null; drop: boolean | null }>(
-    `WITH ${RELAXED_COMMIT},
-     o AS MATERIALIZED (
+    `WITH o AS MATERIALIZED (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(n int, end_to_end_id text, transaction_id text, amount bigint, payer_name text,
          payer_document text, payer_ispb text, payer_account_id bigint, receiver_key text, description text, txid text)),
      d AS MATERIALIZED (
@@ -398,7 +409,6 @@ export async function takeOutboundPayments(sql: Sql, orders: readonly OutboundOr
             s.delay_ms, s.drop_answer AS drop
        FROM d LEFT JOIN ins i ON i.end_to_end_id = d.end_to_end_id
          LEFT JOIN sim_rail_stall s ON s.id = 1
-         CROSS JOIN relaxed_commit
       ORDER BY d.n`,
     [
       JSON.stringify(orders.map((o, n) => ({ ...o, n }))),
