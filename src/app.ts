@@ -1,14 +1,14 @@
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { adminRoutes } from './admin/routes.js';
-import { boletoRoutes } from './boleto/routes.js';
+import { boletoRoutes } from './api/boleto/routes.js';
 import type { AppContext } from './context.js';
-import { externalRoutes, type ExternalPlugin } from './external/routes.js';
+import { externalRoutes, type ExternalPlugin } from './api/external.routes.js';
 import { healthRoutes } from './health.js';
 import { sandboxRoutes } from './sandbox/routes.js';
 import { clientErrorHandler, errorHandler, frameworkErrors, MAX_PATH_SEGMENT_LENGTH, notFoundHandler, rewriteMalformedUrl } from './http/errorHandler.js';
 import { useJsonBodyParser } from './http/jsonBody.js';
 import { genRequestId } from './http/requestId.js';
-import { metricsRoutes } from './metrics/routes.js';
+import { metricsRoutes } from './api/metrics.routes.js';
 import { openApiRoutes } from './openapi/routes.js';
 import { portalRoutes } from './portal/routes.js';
 

@@ -18,7 +18,7 @@ import { instrumentRail } from './rail/instrumented.js';
 import { CredentialCache } from './auth/credentialCache.js';
 import { DurableNonces, MemoryNonceStore, RedisNonceStore } from './auth/nonceStore.js';
 import { IdempotencyStore } from './external/idempotency.js';
-import type { ExternalPlugin } from './external/routes.js';
+import type { ExternalPlugin } from './api/external.routes.js';
 import { periodicWorker } from './lib/periodic.js';
 import { chargeWorkers } from './pix/cashin/charges.js';
 import { MemoryFixedWindow, RedisFixedWindow } from './ratelimit/fixedWindow.js';

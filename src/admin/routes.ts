@@ -1,6 +1,6 @@
 import { notFoundHandler } from '../http/errorHandler.js';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { tefAdminRoutes } from '../tef/routes.js';
+import { tefAdminRoutes } from '../api/tef/routes.js';
 import { createApiKey, revokeApiKey, updateApiKey, apiKeyView } from '../auth/apiKeys.js';
 import { createCentralKey } from '../auth/centralKeys.js';
 import { constantTimeEqual } from '../auth/secrets.js';
@@ -17,7 +17,7 @@ import { whitelistWarnings } from '../auth/ipWhitelist.js';
 import * as S from './schemas.js';
 import { adminApi as api } from './admin.api.js';
 import { mount } from '../http/routeSpec.js';
-import { webhookAdminRoutes } from '../webhooks/admin.routes.js';
+import { webhookAdminRoutes } from '../api/webhooks/admin.routes.js';
 import { auditOperatorWrites, auditView, listAuditRows, markOperator } from './auditLog.js';
 
 /** The operator API (contract section 3), under /api/admin, behind `Authorization: Bearer <ADMIN_TOKEN>`. */

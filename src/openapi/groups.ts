@@ -1,13 +1,13 @@
 import type { z } from 'zod';
 import { adminApi } from '../admin/admin.api.js';
-import { boletoApi, BoletoErrorBody } from '../boleto/boleto.api.js';
+import { boletoApi, BoletoErrorBody } from '../api/boleto/boleto.api.js';
 import { accountApi } from '../external/account.api.js';
 import { healthApi } from '../health.js';
-import { medApi } from '../med/med.api.js';
-import { pixApi } from '../pix/pix.api.js';
+import { medApi } from '../api/med/med.api.js';
+import { pixApi } from '../api/pix/pix.api.js';
 import { sandboxApi } from '../sandbox/sandbox.api.js';
-import { transactionsApi } from '../transactions/transactions.api.js';
-import { webhooksAdminApi, webhooksApi } from '../webhooks/webhooks.api.js';
+import { transactionsApi } from '../api/transactions/transactions.api.js';
+import { webhooksAdminApi, webhooksApi } from '../api/webhooks/webhooks.api.js';
 import { feedApi, metricsApi, railApi, tefAdminApi, tefApi } from './more.api.js';
 import { BusinessError, PermissionError, PipelineError, WorkedFalseError } from '../http/apiSchemas.js';
 import type { RouteSpec } from '../http/routeSpec.js';

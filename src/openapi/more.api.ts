@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { FEED_LIMIT_DEFAULT, FEED_LIMIT_MAX, MAX_STREAMS_PER_MERCHANT } from '../events/feed.routes.js';
+import { FEED_LIMIT_DEFAULT, FEED_LIMIT_MAX, MAX_STREAMS_PER_MERCHANT } from '../api/events/feed.routes.js';
 import { baseUnits, FieldMapSchema, int, named, nonNegative, timestamp } from '../http/apiSchemas.js';
 import { MAX_AMOUNT_CENTS } from '../lib/money.js';
 import { DESCRIPTION_MAX } from '../pix/cashOutCommand.js';

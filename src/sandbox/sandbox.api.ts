@@ -4,10 +4,10 @@ import { defineRoutes } from '../http/routeSpec.js';
 import { cents } from '../http/validation.js';
 import { isValidDocument } from '../lib/documents.js';
 import { END_TO_END_ID } from '../lib/ids.js';
-import { MedRecord } from '../med/med.api.js';
+import { MedRecord } from '../api/med/med.api.js';
 import { PIX_KEY_TYPES } from '../pix/keys.js';
 import { INFRACTION_DECISIONS } from '../rail/rail.js';
-import { TransactionRecord } from '../transactions/transactions.api.js';
+import { TransactionRecord } from '../api/transactions/transactions.api.js';
 
 /**
  * The rail simulator's controls (/api/sandbox, not served in production): the directory of other

@@ -13,7 +13,7 @@ import { receipt, statementItem, transactionRecord } from './views.js';
 
 /**
  * GET /statement, GET /transactions, the four lookups and the receipt. The query string is read at
- * the edge (src/transactions/routes.ts parseListParams: its 400 carries `worked: false`); these
+ * the edge (src/api/transactions/routes.ts parseListParams: its 400 carries `worked: false`); these
  * take typed parameters.
  */
 

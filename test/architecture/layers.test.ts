@@ -13,7 +13,7 @@ const ROOT = resolve(__dirname, '../..');
 export const LAYERS = ['entry', 'edge', 'domain', 'ledger-rail', 'platform'] as const;
 type Layer = (typeof LAYERS)[number] | 'sdk' | 'cli';
 
-const EDGE_FOLDERS = ['http', 'external', 'portal', 'admin', 'sandbox', 'openapi'];
+const EDGE_FOLDERS = ['api', 'http', 'external', 'portal', 'admin', 'sandbox', 'openapi'];
 // auth holds API keys and central keys, owned by merchants: a domain (its primitives — HMAC,
 // secrets, IP lists, nonces — import nothing above the platform either way).
 const DOMAIN_FOLDERS = ['auth', 'pix', 'tef', 'med', 'boleto', 'merchants', 'transactions', 'webhooks', 'events', 'retention', 'idempotency'];
@@ -28,7 +28,6 @@ export function layerOf(path: string): Layer {
   if (top === 'sdk') return 'sdk';
   if (top === 'cli') return 'cli';
   if (path === 'context.ts' || path === 'health.ts' || EDGE_FOLDERS.includes(top!)) return 'edge';
-  if (name === 'routes.ts' || name === 'pipeline.ts' || name.endsWith('.routes.ts') || name.endsWith('.api.ts')) return 'edge';
   if (DOMAIN_FOLDERS.includes(top!)) return 'domain';
   if (LEDGER_RAIL_FOLDERS.includes(top!)) return 'ledger-rail';
   if (path === 'config.ts' || path === 'logger.ts' || PLATFORM_FOLDERS.includes(top!)) return 'platform';
@@ -74,6 +73,11 @@ const graph = new Map(srcFiles.map((f) => [relative(join(ROOT, 'src'), f).split(
 describe('the dependency rule (docs/architecture.md)', () => {
   it('places every source file in a layer', () => {
     for (const path of graph.keys()) expect(() => layerOf(path)).not.toThrow();
+  });
+
+  it('keeps route declarations and route files in the edge (src/api/<domain>/), not in the domain folders', () => {
+    const misplaced = [...graph.keys()].filter((path) => /(^|\/)(routes\.ts|[^/]+\.routes\.ts|[^/]+\.api\.ts)$/.test(path) && ['domain', 'ledger-rail', 'platform'].includes(layerOf(path)));
+    expect(misplaced).toEqual([]);
   });
 
   it('has no import that points up a layer', () => {
@@ -133,8 +137,9 @@ describe('the dependency rule (docs/architecture.md)', () => {
   });
 
   it('classifies by the documented rule', () => {
-    expect(layerOf('pix/cashOut.routes.ts')).toBe('edge');
-    expect(layerOf('pix/pix.api.ts')).toBe('edge');
+    expect(layerOf('api/pix/cashOut.routes.ts')).toBe('edge');
+    expect(layerOf('api/pix/pix.api.ts')).toBe('edge');
+    expect(layerOf('pix/cashOut.routes.ts')).toBe('domain'); // and refused by the test above
     expect(layerOf('pix/refund.ts')).toBe('domain');
     expect(layerOf('context.ts')).toBe('edge');
     expect(layerOf('rail/rail.ts')).toBe('ledger-rail');

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { boletoRateLimiter } from '../../src/boleto/pipeline.js';
-import { BOLETO_RATE_LIMITS, bucketFor, effectiveLimit, type BoletoEndpoint } from '../../src/boleto/rateLimit.js';
+import { boletoRateLimiter } from '../../src/api/boleto/pipeline.js';
+import { BOLETO_RATE_LIMITS, bucketFor, effectiveLimit, type BoletoEndpoint } from '../../src/api/boleto/rateLimit.js';
 import type { AppEnv } from '../../src/config.js';
 import { openTestRedis, REDIS_VARIANTS } from '../helpers/redis.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';

@@ -6,7 +6,7 @@ import {
   bucketFor,
   effectiveLimit,
   FallbackWindowCounter,
-} from '../../src/boleto/rateLimit.js';
+} from '../../src/api/boleto/rateLimit.js';
 import { MemoryFixedWindow, RedisFixedWindow } from '../../src/ratelimit/fixedWindow.js';
 import { ManualClock } from './helpers.js';
 

@@ -1,7 +1,7 @@
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emitEvent } from '../../src/events/outbox.js';
-import { STREAM_SAFETY_NET_MS } from '../../src/events/feed.routes.js';
+import { STREAM_SAFETY_NET_MS } from '../../src/api/events/feed.routes.js';
 import { readSse } from '../../src/sdk/client.js';
 import { Pixgate } from '../../src/sdk/index.js';
 import { ApiClient, merchantWithKey, type MerchantFixture } from '../helpers/client.js';

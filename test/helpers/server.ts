@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import pino from 'pino';
 import { parseConfig, type Config } from '../../src/config.js';
 import type { Clock } from '../../src/lib/clock.js';
-import type { ExternalPlugin } from '../../src/external/routes.js';
+import type { ExternalPlugin } from '../../src/api/external.routes.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { installContractCheck } from './contract.js';
 import { openTestDatabase, type Backend, type TestDatabase } from './db.js';

@@ -90,10 +90,7 @@ describe('domain validation without HTTP', () => {
   });
 });
 
-describe('the domain and platform folders converted to the catalog import nothing from src/http', () => {
-  const EDGE_FILE = /(^|\/)(routes\.ts|[^/]+\.routes\.ts|[^/]+\.api\.ts)$/;
-  // src/boleto/pipeline.ts is the boleto API's request pipeline (edge code in the domain folder).
-  const KNOWN_EDGE = new Set(['src/boleto/pipeline.ts']);
+describe('the domain and platform folders import nothing from src/http (their routes live in src/api/)', () => {
   const folders = ['src/merchants', 'src/webhooks', 'src/transactions', 'src/boleto', 'src/auth', 'src/errors', 'src/events', 'src/retention'];
   const files = folders.flatMap((dir) =>
     readdirSync(dir, { recursive: true, encoding: 'utf8' })
@@ -101,7 +98,7 @@ describe('the domain and platform folders converted to the catalog import nothin
       .map((f) => join(dir, f)),
   );
 
-  it.each(files.filter((f) => !EDGE_FILE.test(f) && !KNOWN_EDGE.has(f)))('%s', (file) => {
+  it.each(files)('%s', (file) => {
     const imports = [...readFileSync(file, 'utf8').matchAll(/from '([^']+)'/g)].map((m) => m[1]!);
     expect(imports.filter((i) => /(^|\/)http\//.test(i))).toEqual([]);
   });

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { isoZ } from '../../lib/clock.js';
 import { createCharge } from '../../pix/cashin/charges.js';
-import { parseChargeCommand } from '../../pix/cashin/charges.routes.js';
+import { parseChargeCommand } from '../../api/pix/charges.routes.js';
 import { qrCodeDataUrl } from '../../pix/cashin/qrImage.js';
 import { one, opt, type Form } from '../formBody.js';
 import { brl, html, parseReais, when, type Html } from '../html.js';

@@ -1,7 +1,7 @@
 import { portalRefusal } from '../refusal.js';
 import type { FastifyInstance } from 'fastify';
 import { getInfraction, listInfractions, submitDefense } from '../../med/merchant.js';
-import { parseDefense, parseInfractionQuery } from '../../med/routes.js';
+import { parseDefense, parseInfractionQuery } from '../../api/med/routes.js';
 import { one, opt, type Form } from '../formBody.js';
 import { brl, html, when } from '../html.js';
 import { badge, errorText, type Portal } from '../kit.js';

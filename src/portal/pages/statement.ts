@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { parseListParams } from '../../transactions/routes.js';
+import { parseListParams } from '../../api/transactions/routes.js';
 import { statement } from '../../transactions/statement.js';
 import { brl, html, when } from '../html.js';
 import { badge, errorText, type Portal } from '../kit.js';

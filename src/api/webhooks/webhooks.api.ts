@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { EVENT_CATALOG } from '../events/catalog.js';
-import { int, named, nonNegative, timestamp, WorkedFalseError } from '../http/apiSchemas.js';
-import { defineRoutes } from '../http/routeSpec.js';
-import { queryInt } from '../http/listParams.js';
-import { webhookFields } from './registration.js';
+import { EVENT_CATALOG } from '../../events/catalog.js';
+import { int, named, nonNegative, timestamp, WorkedFalseError } from '../../http/apiSchemas.js';
+import { defineRoutes } from '../../http/routeSpec.js';
+import { queryInt } from '../../http/listParams.js';
+import { webhookFields } from '../../webhooks/registration.js';
 
 /** Any UUID (8-4-4-4-12 hex); ids of pixgate webhooks are v4, other versions are simply not found. */
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

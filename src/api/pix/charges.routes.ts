@@ -4,9 +4,9 @@ import { principal, recordAnswer } from '../../external/pipeline.js';
 import { badRequest, notFound } from '../../http/errors.js';
 import { parseOrThrow } from '../../http/validation.js';
 import { mount } from '../../http/routeSpec.js';
-import { cashInBody, pixApi } from '../pix.api.js';
-import { CHARGE, chargeBody, createCharge } from './charges.js';
-import { findAccountCharge } from './repository.js';
+import { cashInBody, pixApi } from './pix.api.js';
+import { CHARGE, chargeBody, createCharge } from '../../pix/cashin/charges.js';
+import { findAccountCharge } from '../../pix/cashin/repository.js';
 
 /** The charge command of a POST /pix/cash-in body (400 with a field map when invalid). */
 export function parseChargeCommand(raw: unknown) {

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../context.js';
+import type { AppContext } from '../../context.js';
 import { transactionRoutes } from '../transactions/routes.js';
 import { cashOutRoutes } from './cashOut.routes.js';
 import { refundRoutes } from './refund.routes.js';

@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../context.js';
-import { principal } from '../external/pipeline.js';
-import { QueryReader, readPageAndDates } from '../http/query.js';
-import { mount } from '../http/routeSpec.js';
-import { STATEMENT_FILTERS, TRANSACTION_TYPES } from './repository.js';
-import { lookup, statement, transactionList, transactionReceipt, type ListParams } from './statement.js';
+import type { AppContext } from '../../context.js';
+import { principal } from '../../external/pipeline.js';
+import { QueryReader, readPageAndDates } from '../../http/query.js';
+import { mount } from '../../http/routeSpec.js';
+import { STATEMENT_FILTERS, TRANSACTION_TYPES } from '../../transactions/repository.js';
+import { lookup, statement, transactionList, transactionReceipt, type ListParams } from '../../transactions/statement.js';
 import { transactionsApi as api } from './transactions.api.js';
 
 type P = Record<string, string>;

@@ -1,12 +1,12 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { AppContext } from '../context.js';
-import { principal, recheckCredentials } from '../external/pipeline.js';
-import { businessError } from '../http/errors.js';
-import { QueryReader } from '../http/query.js';
-import { catalogEntry, deliveredEventFor } from './catalog.js';
-import { latestSequence, readFeed, type FeedEvent } from './feed.js';
-import { Waker, wakeOn } from '../lib/wakeable.js';
-import { monotonicNow } from '../lib/clock.js';
+import type { AppContext } from '../../context.js';
+import { principal, recheckCredentials } from '../../external/pipeline.js';
+import { businessError } from '../../http/errors.js';
+import { QueryReader } from '../../http/query.js';
+import { catalogEntry, deliveredEventFor } from '../../events/catalog.js';
+import { latestSequence, readFeed, type FeedEvent } from '../../events/feed.js';
+import { Waker, wakeOn } from '../../lib/wakeable.js';
+import { monotonicNow } from '../../lib/clock.js';
 
 export const FEED_LIMIT_DEFAULT = 100;
 export const FEED_LIMIT_MAX = 500;

@@ -1,13 +1,13 @@
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../context.js';
-import { principal, recordAnswer } from '../external/pipeline.js';
-import { mount } from '../http/routeSpec.js';
-import { QueryReader, readPageAndDates } from '../http/query.js';
-import { parseOrThrow } from '../http/validation.js';
-import { END_TO_END_ID } from '../lib/ids.js';
-import { MED_STATUSES } from './repository.js';
+import type { AppContext } from '../../context.js';
+import { principal, recordAnswer } from '../../external/pipeline.js';
+import { mount } from '../../http/routeSpec.js';
+import { QueryReader, readPageAndDates } from '../../http/query.js';
+import { parseOrThrow } from '../../http/validation.js';
+import { END_TO_END_ID } from '../../lib/ids.js';
+import { MED_STATUSES } from '../../med/repository.js';
 import { defenseBody, medApi } from './med.api.js';
-import { getInfraction, listInfractions, submitDefense, type InfractionListQuery } from './merchant.js';
+import { getInfraction, listInfractions, submitDefense, type InfractionListQuery } from '../../med/merchant.js';
 
 export { DEFENSE_LIMITS } from './med.api.js';
 

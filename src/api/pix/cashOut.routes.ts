@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../context.js';
-import { keyBinding, principal } from '../external/pipeline.js';
-import { cashOut } from './cashOut.js';
-import { parseCashOut } from './cashOutCommand.js';
-import { mount } from '../http/routeSpec.js';
+import type { AppContext } from '../../context.js';
+import { keyBinding, principal } from '../../external/pipeline.js';
+import { cashOut } from '../../pix/cashOut.js';
+import { parseCashOut } from '../../pix/cashOutCommand.js';
+import { mount } from '../../http/routeSpec.js';
 import { pixApi } from './pix.api.js';
 
 /** POST /pix/cash-out (transfer:write). */

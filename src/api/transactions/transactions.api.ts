@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { baseUnits, int, named, timestamp } from '../http/apiSchemas.js';
-import { pageAndDatesQuery, readerParam } from '../http/listParams.js';
-import { defineRoutes } from '../http/routeSpec.js';
-import { STATEMENT_FILTERS, TRANSACTION_TYPES } from './repository.js';
+import { baseUnits, int, named, timestamp } from '../../http/apiSchemas.js';
+import { pageAndDatesQuery, readerParam } from '../../http/listParams.js';
+import { defineRoutes } from '../../http/routeSpec.js';
+import { STATEMENT_FILTERS, TRANSACTION_TYPES } from '../../transactions/repository.js';
 
 /** What moved: the statement, the transaction list, the lookups and the receipt (parsed by src/transactions/statement.ts). */
 export const listQuery = z.object({

@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../context.js';
-import { keyBinding, principal } from '../external/pipeline.js';
-import { getRefund, refund } from './refund.js';
-import { parseRefund } from './refundRequest.js';
-import { mount } from '../http/routeSpec.js';
+import type { AppContext } from '../../context.js';
+import { keyBinding, principal } from '../../external/pipeline.js';
+import { getRefund, refund } from '../../pix/refund.js';
+import { parseRefund } from '../../pix/refundRequest.js';
+import { mount } from '../../http/routeSpec.js';
 import { pixApi } from './pix.api.js';
 
 /** POST /pix/refund (payment:write) and GET /pix/refund/:id (transfer:read). */

@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../context.js';
-import { principal } from '../external/pipeline.js';
-import { isoZ } from '../lib/clock.js';
-import { listOwnKeys } from './ownKeys.js';
-import { mount } from '../http/routeSpec.js';
+import type { AppContext } from '../../context.js';
+import { principal } from '../../external/pipeline.js';
+import { isoZ } from '../../lib/clock.js';
+import { listOwnKeys } from '../../pix/ownKeys.js';
+import { mount } from '../../http/routeSpec.js';
 import { pixApi } from './pix.api.js';
 
 /** GET /pix/keys (permission pix:read): the PIX keys of the key's account, oldest first. */

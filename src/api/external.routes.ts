@@ -2,15 +2,15 @@ import { notFoundHandler } from '../http/errorHandler.js';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
 import { combinedNonceAndRate } from '../auth/nonceStore.js';
-import { installPipeline } from './pipeline.js';
-import { accountRoutes } from './account.routes.js';
-import { eventFeedRoutes } from '../events/feed.routes.js';
-import { medRoutes } from '../med/routes.js';
-import { chargeRoutes } from '../pix/cashin/charges.routes.js';
-import { pixKeyRoutes } from '../pix/keys.routes.js';
-import { pixOutRoutes } from '../pix/routes.js';
-import { webhookRoutes } from '../webhooks/webhooks.routes.js';
-import { tefRoutes } from '../tef/routes.js';
+import { installPipeline } from '../external/pipeline.js';
+import { accountRoutes } from '../external/account.routes.js';
+import { eventFeedRoutes } from './events/feed.routes.js';
+import { medRoutes } from './med/routes.js';
+import { chargeRoutes } from './pix/charges.routes.js';
+import { pixKeyRoutes } from './pix/keys.routes.js';
+import { pixOutRoutes } from './pix/routes.js';
+import { webhookRoutes } from './webhooks/webhooks.routes.js';
+import { tefRoutes } from './tef/routes.js';
 
 /** Extra route plugins mounted behind the pipeline (tests use it to exercise the stages). */
 export type ExternalPlugin = (app: FastifyInstance, ctx: AppContext) => Promise<void>;

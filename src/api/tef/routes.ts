@@ -1,11 +1,11 @@
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../context.js';
-import { principal, recordAnswer } from '../external/pipeline.js';
-import * as merchants from '../merchants/repository.js';
-import { mount } from '../http/routeSpec.js';
-import { tefAdminApi, tefApi } from '../openapi/more.api.js';
-import { DomainError, invalidFields } from '../errors/catalog.js';
-import { parseTef, transfer } from './tef.js';
+import type { AppContext } from '../../context.js';
+import { principal, recordAnswer } from '../../external/pipeline.js';
+import * as merchants from '../../merchants/repository.js';
+import { mount } from '../../http/routeSpec.js';
+import { tefAdminApi, tefApi } from '../../openapi/more.api.js';
+import { DomainError, invalidFields } from '../../errors/catalog.js';
+import { parseTef, transfer } from '../../tef/tef.js';
 
 /** POST /tef/transfers (transfer:write): a TEF from the key's account (docs/tef.md). */
 export async function tefRoutes(app: FastifyInstance, ctx: AppContext) {

@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { baseUnits, int, named, timestamp } from '../http/apiSchemas.js';
-import { pageAndDatesQuery, readerParam } from '../http/listParams.js';
-import { defineRoutes } from '../http/routeSpec.js';
-import { END_TO_END_ID } from '../lib/ids.js';
-import { MED_STATUSES } from './repository.js';
+import { baseUnits, int, named, timestamp } from '../../http/apiSchemas.js';
+import { pageAndDatesQuery, readerParam } from '../../http/listParams.js';
+import { defineRoutes } from '../../http/routeSpec.js';
+import { END_TO_END_ID } from '../../lib/ids.js';
+import { MED_STATUSES } from '../../med/repository.js';
 
 export const DEFENSE_LIMITS = { textMax: 5000, attachmentsMax: 10, attachmentTextMax: 10_000, urlMax: 2048, nameMax: 140 } as const;
 

@@ -1,6 +1,6 @@
-import type { AppEnv } from '../config.js';
-import type { FixedWindowCounter, WindowHit } from '../ratelimit/fixedWindow.js';
-import { monotonicNow } from '../lib/clock.js';
+import type { AppEnv } from '../../config.js';
+import type { FixedWindowCounter, WindowHit } from '../../ratelimit/fixedWindow.js';
+import { monotonicNow } from '../../lib/clock.js';
 
 /**
  * Rate limits of the boleto central API: the spec's production table, per API key and endpoint,

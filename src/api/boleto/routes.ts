@@ -1,15 +1,15 @@
-import { malformedUrlMessage } from '../http/errorHandler.js';
-import { useJsonBodyParser } from '../http/jsonBody.js';
+import { malformedUrlMessage } from '../../http/errorHandler.js';
+import { useJsonBodyParser } from '../../http/jsonBody.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { AppContext } from '../context.js';
-import { safeSum } from '../lib/money.js';
-import { BoletoError, boletoErrorHandler, notFound, parseInput, successBody } from '../http/boletoErrors.js';
+import type { AppContext } from '../../context.js';
+import { safeSum } from '../../lib/money.js';
+import { BoletoError, boletoErrorHandler, notFound, parseInput, successBody } from '../../http/boletoErrors.js';
 import { boletoPipeline, callerOf } from './pipeline.js';
-import * as S from './schemas.js';
+import * as S from '../../boleto/schemas.js';
 import { boletoApi as api } from './boleto.api.js';
-import { mount } from '../http/routeSpec.js';
-import * as boletos from './service.js';
-import * as settlements from './settlement.js';
+import { mount } from '../../http/routeSpec.js';
+import * as boletos from '../../boleto/service.js';
+import * as settlements from '../../boleto/settlement.js';
 
 
 function send(reply: FastifyReply, request: FastifyRequest, status: number, data: unknown, meta?: Record<string, unknown>) {

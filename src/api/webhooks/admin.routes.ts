@@ -1,12 +1,12 @@
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../context.js';
-import { conflict, notFound } from '../http/errors.js';
-import { parseOrThrow } from '../http/validation.js';
-import { isoZ } from '../lib/clock.js';
-import * as repo from './repository.js';
-import { mount } from '../http/routeSpec.js';
+import type { AppContext } from '../../context.js';
+import { conflict, notFound } from '../../http/errors.js';
+import { parseOrThrow } from '../../http/validation.js';
+import { isoZ } from '../../lib/clock.js';
+import * as repo from '../../webhooks/repository.js';
+import { mount } from '../../http/routeSpec.js';
 import { adminListQuery as listQuery, deliveriesQuery, deliveryParam, idParam, patchBody, webhooksAdminApi as api } from './webhooks.api.js';
-import { resendDelivery, sendTestEvent } from './service.js';
+import { resendDelivery, sendTestEvent } from '../../webhooks/service.js';
 
 function webhookView(w: repo.WebhookRow, counts?: Pick<repo.WebhookWithCounts, 'pending' | 'delivered' | 'failed' | 'cancelled'>) {
   return {

@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { int, named, nonNegative, timestamp } from '../http/apiSchemas.js';
-import { defineRoutes, type RouteSpec } from '../http/routeSpec.js';
-import { BOLETO_ERRORS } from '../http/boletoErrors.js';
+import { int, named, nonNegative, timestamp } from '../../http/apiSchemas.js';
+import { defineRoutes, type RouteSpec } from '../../http/routeSpec.js';
+import { BOLETO_ERRORS } from '../../http/boletoErrors.js';
 import type { BoletoEndpoint } from './rateLimit.js';
-import { BOLETO_STATUSES } from './repository.js';
-import * as S from './schemas.js';
+import { BOLETO_STATUSES } from '../../boleto/repository.js';
+import * as S from '../../boleto/schemas.js';
 
 /** The boleto central API (/api/v1/central): its envelope, error body and routes. */
 const meta = z.object({ request_id: z.string() });

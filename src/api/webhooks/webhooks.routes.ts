@@ -1,11 +1,11 @@
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../context.js';
-import { principal, recordAnswer } from '../external/pipeline.js';
-import { badRequest, notFound } from '../http/errors.js';
-import { mount } from '../http/routeSpec.js';
-import * as repo from './repository.js';
-import { catalogView, listView } from './registration.js';
-import { createWebhook, deleteWebhook } from './service.js';
+import type { AppContext } from '../../context.js';
+import { principal, recordAnswer } from '../../external/pipeline.js';
+import { badRequest, notFound } from '../../http/errors.js';
+import { mount } from '../../http/routeSpec.js';
+import * as repo from '../../webhooks/repository.js';
+import { catalogView, listView } from '../../webhooks/registration.js';
+import { createWebhook, deleteWebhook } from '../../webhooks/service.js';
 import { UUID, webhooksApi as api } from './webhooks.api.js';
 
 export { UUID } from './webhooks.api.js';

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { CentralKeyRow } from '../auth/centralKeys.js';
-import type { AppContext } from '../context.js';
-import { BoletoError, RATE_LIMITED_MESSAGE, serviceUnavailable } from '../http/boletoErrors.js';
+import type { CentralKeyRow } from '../../auth/centralKeys.js';
+import type { AppContext } from '../../context.js';
+import { BoletoError, RATE_LIMITED_MESSAGE, serviceUnavailable } from '../../http/boletoErrors.js';
 import {
   BoletoRateLimiter,
   bucketFor,
@@ -9,8 +9,8 @@ import {
   type BoletoEndpoint,
   type RateLimitDecision,
 } from './rateLimit.js';
-import type { CentralCaller } from './service.js';
-import { MemoryFixedWindow } from '../ratelimit/fixedWindow.js';
+import type { CentralCaller } from '../../boleto/service.js';
+import { MemoryFixedWindow } from '../../ratelimit/fixedWindow.js';
 
 /**
  * The request pipeline of the boleto central API, one onRequest hook, before the body is read:

@@ -1,12 +1,12 @@
 import { z } from 'zod';
-import { baseUnits, CashOutError, int, named, timestamp } from '../http/apiSchemas.js';
-import { defineRoutes } from '../http/routeSpec.js';
-import { isValidDocument } from '../lib/documents.js';
-import { MAX_AMOUNT_CENTS } from '../lib/money.js';
-import { CHARGE } from './cashin/charges.js';
-import { CHARGE_STATUSES } from './cashin/repository.js';
-import { EXTERNAL_ID, EXTERNAL_ID_MESSAGE } from './externalId.js';
-import { PIX_KEY_TYPES } from './keys.js';
+import { baseUnits, CashOutError, int, named, timestamp } from '../../http/apiSchemas.js';
+import { defineRoutes } from '../../http/routeSpec.js';
+import { isValidDocument } from '../../lib/documents.js';
+import { MAX_AMOUNT_CENTS } from '../../lib/money.js';
+import { CHARGE } from '../../pix/cashin/charges.js';
+import { CHARGE_STATUSES } from '../../pix/cashin/repository.js';
+import { EXTERNAL_ID, EXTERNAL_ID_MESSAGE } from '../../pix/externalId.js';
+import { PIX_KEY_TYPES } from '../../pix/keys.js';
 
 /**
  * The PIX routes of the merchant API: cash-out, refund, the account's keys and charges (cash-in).
