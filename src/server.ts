@@ -75,25 +75,80 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const tokenKept = keepLocal && config.adminTokenGenerated && typeof stored?.admin_token === 'string' && stored.admin_token.length >= 16;
   if (tokenKept) config = { ...config, adminToken: stored!.admin_token! };
   const ownsDatabase = options.ownsDatabase ?? options.db === undefined;
-  let redis = options.redis;
-  const ownsRedis = redis === undefined && redisConfigured(config);
+  const ownsRedis = options.redis === undefined && redisConfigured(config);
+  const redis = await prepareStorage(config, db, options.redis, { ownsDatabase, ownsRedis, log });
+
+  const { ctx, simulator } = await buildContext(config, db, redis, options.clock ?? systemClock, log);
+  // Before the first request: a key changed by any process from now on is dropped from the cache.
+  await ctx.credentials.listen(db);
+  addWorkers(ctx, simulator);
+
+  let demo: DemoCredentials | null = null;
+  if (config.appEnv === 'local' && options.seed !== false) {
+    demo = await seedDemo(ctx);
+  }
+
+  const app = await buildApp(ctx, { externalPlugins: options.externalPlugins ?? [], ...(options.onApp ? { onApp: options.onApp } : {}) });
+  await app.listen({ port: config.port, host: config.host });
+  const url = listeningUrl(app, config);
+  log.info({ url, app_env: config.appEnv, database: db.dialect, redis: redis ? 'on' : 'off' }, `pixgate listening on ${url}`);
+
+  announceCredentials(config, { url, demo, keepLocal, tokenKept, stored, log, print: options.print ?? ((text: string) => process.stdout.write(text)) });
+  const metricsListener = await serveMetrics(ctx);
+
+  if (options.workers !== false) for (const w of ctx.workers) w.start();
+
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      log.info('shutting down');
+      await app.close(); // stops accepting, waits for in-flight requests
+      if (metricsListener) await new Promise((r) => metricsListener!.close(r));
+      await Promise.allSettled(ctx.workers.map((w) => w.stop()));
+      await ctx.credentials.close();
+      if (ownsRedis && redis) await closeRedis(redis);
+      if (ctx.readDb !== db) await ctx.readDb.close();
+      if (ownsDatabase) await db.close();
+      log.info('stopped');
+    })());
+
+  return { app, ctx, url, demo, stop };
+}
+
+/** Checks the pool settings, migrates and connects an owned Redis; on failure closes what it owns. */
+async function prepareStorage(
+  config: Config,
+  db: Database,
+  given: Redis | undefined,
+  own: { ownsDatabase: boolean; ownsRedis: boolean; log: Logger },
+): Promise<Redis | undefined> {
+  let redis = given;
   try {
-    await checkPooledSettings(db, config, log);
+    await checkPooledSettings(db, config, own.log);
     const applied = await migrate(db);
-    if (applied.length) log.info({ migrations: applied }, 'database migrated');
-    if (ownsRedis) {
+    if (applied.length) own.log.info({ migrations: applied }, 'database migrated');
+    if (own.ownsRedis) {
       const target = config.redisSentinel ? { sentinel: config.redisSentinel } : { url: config.redisUrl! };
-      redis = openRedis(target, { commandTimeoutMs: config.redisCommandTimeoutMs, log });
+      redis = openRedis(target, { commandTimeoutMs: config.redisCommandTimeoutMs, log: own.log });
       await redis.connect();
     }
   } catch (err) {
-    if (ownsDatabase) await db.close();
-    if (redis && ownsRedis) await closeRedis(redis, 'now');
+    if (own.ownsDatabase) await db.close();
+    if (redis && own.ownsRedis) await closeRedis(redis, 'now');
     else redis?.disconnect();
     throw err;
   }
+  return redis;
+}
 
-  const clock = options.clock ?? systemClock;
+/** The AppContext (metrics, the simulated rail, stores, caches) and the simulator behind its rail. */
+async function buildContext(
+  config: Config,
+  db: Database,
+  redis: Redis | undefined,
+  clock: Clock,
+  log: Logger,
+): Promise<{ ctx: AppContext; simulator: SimulatedRail }> {
   const metrics = new Metrics();
   metrics.attachDatabase(db);
   if (redis) metrics.attachRedis(redis);
@@ -127,8 +182,12 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     credentials: new CredentialCache(config.authCacheTtlMs),
     metrics,
   };
-  // Before the first request: a key changed by any process from now on is dropped from the cache.
-  await ctx.credentials.listen(db);
+  return { ctx, simulator };
+}
+
+/** Registers the background workers on ctx.workers (started later) and wires the rail's notifications. */
+function addWorkers(ctx: AppContext, simulator: SimulatedRail): void {
+  const { config, db, log } = ctx;
   // Background work runs on a view of the database limited to DATABASE_BACKGROUND_POOL_MAX
   // connections at once, so it can never take the whole pool from requests (src/db/limit.ts).
   const background: AppContext = { ...ctx, db: limitConcurrency(db.counted('background'), config.db.backgroundPoolMax) };
@@ -155,22 +214,30 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     },
     `rail simulator ready (SIM_SEED=${config.simSeed})`,
   );
+}
 
-  const print = options.print ?? ((text: string) => process.stdout.write(text));
-  let demo: DemoCredentials | null = null;
-  if (config.appEnv === 'local' && options.seed !== false) {
-    demo = await seedDemo(ctx);
-  }
-
-  const app = await buildApp(ctx, { externalPlugins: options.externalPlugins ?? [], ...(options.onApp ? { onApp: options.onApp } : {}) });
-  await app.listen({ port: config.port, host: config.host });
+/** The URL a client on this machine reaches the listening server at. */
+function listeningUrl(app: FastifyInstance, config: Config): string {
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const scheme = config.tls ? 'https' : 'http';
   const hostForUrl = config.host.includes(':') ? `[${config.host === '::' ? '::1' : config.host}]` : config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
-  const url = `${scheme}://${hostForUrl}:${port}`;
-  log.info({ url, app_env: config.appEnv, database: db.dialect, redis: redis ? 'on' : 'off' }, `pixgate listening on ${url}`);
+  return `${scheme}://${hostForUrl}:${port}`;
+}
 
+interface Announcement {
+  url: string;
+  demo: DemoCredentials | null;
+  keepLocal: boolean;
+  tokenKept: boolean;
+  stored: ReturnType<typeof readLocalCredentials> | undefined;
+  log: Logger;
+  print: (text: string) => void;
+}
+
+/** Keeps the local credentials (local mode) and prints the admin token and the demo merchant. */
+function announceCredentials(config: Config, a: Announcement): void {
+  const { url, demo, keepLocal, tokenKept, stored, log, print } = a;
   const credentialsFile = localCredentialsPath(config.dataDir);
   if (keepLocal) {
     try {
@@ -213,31 +280,20 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       ].join('\n') + '\n',
     );
   }
+}
 
-  // Metrics: a cluster worker's registry is summed by the primary (main.ts); a single process
-  // serves METRICS_PORT itself.
-  let metricsListener: import('node:http').Server | undefined;
-  if (cluster.isWorker) shareWithClusterPrimary(metrics.registry);
-  else if (config.metricsPort !== undefined) {
-    metricsListener = await startMetricsListener(config.metricsPort, config.metricsHost, async () => ({ text: await metrics.text(), contentType: metrics.contentType }));
-    log.info({ port: config.metricsPort, host: config.metricsHost }, 'metrics listener ready');
+/**
+ * Metrics: a cluster worker's registry is summed by the primary (main.ts); a single process
+ * serves METRICS_PORT itself (the listener returned, closed on stop).
+ */
+async function serveMetrics(ctx: AppContext): Promise<import('node:http').Server | undefined> {
+  const { config, metrics, log } = ctx;
+  if (cluster.isWorker) {
+    shareWithClusterPrimary(metrics.registry);
+    return undefined;
   }
-
-  if (options.workers !== false) for (const w of ctx.workers) w.start();
-
-  let stopping: Promise<void> | undefined;
-  const stop = () =>
-    (stopping ??= (async () => {
-      log.info('shutting down');
-      await app.close(); // stops accepting, waits for in-flight requests
-      if (metricsListener) await new Promise((r) => metricsListener!.close(r));
-      await Promise.allSettled(ctx.workers.map((w) => w.stop()));
-      await ctx.credentials.close();
-      if (ownsRedis && redis) await closeRedis(redis);
-      if (readDb !== db) await readDb.close();
-      if (ownsDatabase) await db.close();
-      log.info('stopped');
-    })());
-
-  return { app, ctx, url, demo, stop };
+  if (config.metricsPort === undefined) return undefined;
+  const listener = await startMetricsListener(config.metricsPort, config.metricsHost, async () => ({ text: await metrics.text(), contentType: metrics.contentType }));
+  log.info({ port: config.metricsPort, host: config.metricsHost }, 'metrics listener ready');
+  return listener;
 }

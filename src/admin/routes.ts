@@ -27,109 +27,125 @@ export function adminRoutes(ctx: AppContext) {
     auditOperatorWrites(app, ctx);
     app.setNotFoundHandler(notFoundHandler);
 
-    mount(app, api.auditLog, async (req) => {
-      const q = parseOrThrow(S.auditLogQuery, req.query);
-      const limit = q.limit ?? 50;
-      const rows = await listAuditRows(ctx.db, { before: q.before, limit });
-      return { entries: rows.map(auditView), next_before: rows.length === limit ? rows[rows.length - 1]!.id : null };
-    });
-
-    mount(app, api.createMerchant, async (req, reply) => {
-      const body = parseOrThrow(S.createMerchant, req.body);
-      const { merchant, account } = await merchants.createMerchant(ctx.db, body);
-      return reply.code(201).send({
-        merchant_id: merchant.id,
-        account_id: account.id,
-        name: merchant.name,
-        document: merchant.document,
-        status: merchant.status,
-      });
-    });
-
-    mount(app, api.getAccount, async (req) => {
-      const { account_id } = parseOrThrow(S.accountIdParam, req.params);
-      const view = await merchants.getAccount(ctx.db, account_id);
-      return accountView(view.account, view.balances);
-    });
-
-    mount(app, api.patchAccount, async (req) => {
-      const { account_id } = parseOrThrow(S.accountIdParam, req.params);
-      const patch = parseOrThrow(S.patchAccount, req.body);
-      const view = await merchants.updateAccount(ctx.db, account_id, patch);
-      // Other processes hear it from the trigger's NOTIFY; this one forgets at once (docs/decisions.md).
-      if (patch.status !== undefined) ctx.credentials.invalidate(`account:${account_id}`);
-      return accountView(view.account, view.balances);
-    });
-
-    mount(app, api.deposit, async (req, reply) => {
-      const { account_id } = parseOrThrow(S.accountIdParam, req.params);
-      const body = parseOrThrow(S.deposit, req.body);
-      const idempotencyKey = S.depositIdempotencyKey(req.headers['idempotency-key']);
-      const result = await merchants.deposit(ctx.db, ctx.clock, {
-        accountId: account_id,
-        amountCents: body.amount,
-        ...(body.description !== undefined ? { description: body.description } : {}),
-        ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
-      });
-      if (result.replayed) void reply.header('idempotent-replayed', 'true');
-      return reply.code(201).send({ transaction_id: result.transactionId, amount: result.amount });
-    });
-
-    mount(app, api.createApiKey, async (req, reply) => {
-      const body = parseOrThrow(S.createApiKey, req.body);
-      const { key, clientSecret } = await createApiKey(ctx.db, {
-        merchantId: body.merchant_id,
-        accountId: body.account_id ?? null,
-        permissions: body.permissions,
-        ipWhitelist: body.ip_whitelist,
-        expiresAt: body.expires_at ? new Date(body.expires_at) : null,
-        hmac: body.hmac ?? true,
-      });
-      const warnings = whitelistWarnings(key.ip_whitelist);
-      const { client_id, ...view } = apiKeyView(key);
-      return reply.code(201).send({
-        client_id,
-        client_secret: clientSecret,
-        ...view,
-        ...(warnings.length ? { warnings } : {}),
-      });
-    });
-
-    mount(app, api.patchApiKey, async (req) => {
-      const { client_id } = parseOrThrow(S.clientIdParam, req.params);
-      const body = parseOrThrow(S.patchApiKey, req.body);
-      const key = await updateApiKey(ctx.db, client_id, {
-        ...(body.permissions !== undefined ? { permissions: body.permissions } : {}),
-        ...(body.ip_whitelist !== undefined ? { ipWhitelist: body.ip_whitelist } : {}),
-        ...(body.expires_at !== undefined ? { expiresAt: body.expires_at === null ? null : new Date(body.expires_at) } : {}),
-      });
-      ctx.credentials.invalidate(`key:${client_id}`);
-      const warnings = whitelistWarnings(key.ip_whitelist);
-      return { ...apiKeyView(key), ...(warnings.length ? { warnings } : {}) };
-    });
-
-    mount(app, api.revokeApiKey, async (req) => {
-      const { client_id } = parseOrThrow(S.clientIdParam, req.params);
-      const key = await revokeApiKey(ctx.db, client_id);
-      ctx.credentials.invalidate(`key:${client_id}`);
-      return { client_id: key.client_id, active: key.active };
-    });
-
-    mount(app, api.createPixKey, async (req, reply) => {
-      const body = parseOrThrow(S.createPixKey, req.body);
-      const row = await registerOwnKey(ctx.db, ctx.rail, { accountId: body.account_id, type: body.type, key: body.key });
-      return reply.code(201).send({ account_id: row.account_id, type: row.type, key: row.key });
-    });
-
-    mount(app, api.createCentralKey, async (req, reply) => {
-      const body = parseOrThrow(S.createCentralKey, req.body);
-      const { apiKey, accountId } = await createCentralKey(ctx.db, body.name, body.account_id ?? null);
-      return reply.code(201).send({ api_key: apiKey, name: body.name, account_id: accountId });
-    });
-
+    auditLogRoutes(app, ctx);
+    merchantAccountRoutes(app, ctx);
+    apiKeyRoutes(app, ctx);
+    pixAndCentralKeyRoutes(app, ctx);
     await webhookAdminRoutes(app, ctx);
     await tefAdminRoutes(app, ctx);
   };
+}
+
+/** The audit log of the operators' writes, a page at a time. */
+function auditLogRoutes(app: FastifyInstance, ctx: AppContext) {
+  mount(app, api.auditLog, async (req) => {
+    const q = parseOrThrow(S.auditLogQuery, req.query);
+    const limit = q.limit ?? 50;
+    const rows = await listAuditRows(ctx.db, { before: q.before, limit });
+    return { entries: rows.map(auditView), next_before: rows.length === limit ? rows[rows.length - 1]!.id : null };
+  });
+}
+
+/** Merchants and their accounts: create, read, change, deposit. */
+function merchantAccountRoutes(app: FastifyInstance, ctx: AppContext) {
+  mount(app, api.createMerchant, async (req, reply) => {
+    const body = parseOrThrow(S.createMerchant, req.body);
+    const { merchant, account } = await merchants.createMerchant(ctx.db, body);
+    return reply.code(201).send({
+      merchant_id: merchant.id,
+      account_id: account.id,
+      name: merchant.name,
+      document: merchant.document,
+      status: merchant.status,
+    });
+  });
+
+  mount(app, api.getAccount, async (req) => {
+    const { account_id } = parseOrThrow(S.accountIdParam, req.params);
+    const view = await merchants.getAccount(ctx.db, account_id);
+    return accountView(view.account, view.balances);
+  });
+
+  mount(app, api.patchAccount, async (req) => {
+    const { account_id } = parseOrThrow(S.accountIdParam, req.params);
+    const patch = parseOrThrow(S.patchAccount, req.body);
+    const view = await merchants.updateAccount(ctx.db, account_id, patch);
+    // Other processes hear it from the trigger's NOTIFY; this one forgets at once (docs/decisions.md).
+    if (patch.status !== undefined) ctx.credentials.invalidate(`account:${account_id}`);
+    return accountView(view.account, view.balances);
+  });
+
+  mount(app, api.deposit, async (req, reply) => {
+    const { account_id } = parseOrThrow(S.accountIdParam, req.params);
+    const body = parseOrThrow(S.deposit, req.body);
+    const idempotencyKey = S.depositIdempotencyKey(req.headers['idempotency-key']);
+    const result = await merchants.deposit(ctx.db, ctx.clock, {
+      accountId: account_id,
+      amountCents: body.amount,
+      ...(body.description !== undefined ? { description: body.description } : {}),
+      ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
+    });
+    if (result.replayed) void reply.header('idempotent-replayed', 'true');
+    return reply.code(201).send({ transaction_id: result.transactionId, amount: result.amount });
+  });
+}
+
+/** The merchants' API keys: create, change, revoke (each change drops the key from the credential cache). */
+function apiKeyRoutes(app: FastifyInstance, ctx: AppContext) {
+  mount(app, api.createApiKey, async (req, reply) => {
+    const body = parseOrThrow(S.createApiKey, req.body);
+    const { key, clientSecret } = await createApiKey(ctx.db, {
+      merchantId: body.merchant_id,
+      accountId: body.account_id ?? null,
+      permissions: body.permissions,
+      ipWhitelist: body.ip_whitelist,
+      expiresAt: body.expires_at ? new Date(body.expires_at) : null,
+      hmac: body.hmac ?? true,
+    });
+    const warnings = whitelistWarnings(key.ip_whitelist);
+    const { client_id, ...view } = apiKeyView(key);
+    return reply.code(201).send({
+      client_id,
+      client_secret: clientSecret,
+      ...view,
+      ...(warnings.length ? { warnings } : {}),
+    });
+  });
+
+  mount(app, api.patchApiKey, async (req) => {
+    const { client_id } = parseOrThrow(S.clientIdParam, req.params);
+    const body = parseOrThrow(S.patchApiKey, req.body);
+    const key = await updateApiKey(ctx.db, client_id, {
+      ...(body.permissions !== undefined ? { permissions: body.permissions } : {}),
+      ...(body.ip_whitelist !== undefined ? { ipWhitelist: body.ip_whitelist } : {}),
+      ...(body.expires_at !== undefined ? { expiresAt: body.expires_at === null ? null : new Date(body.expires_at) } : {}),
+    });
+    ctx.credentials.invalidate(`key:${client_id}`);
+    const warnings = whitelistWarnings(key.ip_whitelist);
+    return { ...apiKeyView(key), ...(warnings.length ? { warnings } : {}) };
+  });
+
+  mount(app, api.revokeApiKey, async (req) => {
+    const { client_id } = parseOrThrow(S.clientIdParam, req.params);
+    const key = await revokeApiKey(ctx.db, client_id);
+    ctx.credentials.invalidate(`key:${client_id}`);
+    return { client_id: key.client_id, active: key.active };
+  });
+}
+
+/** An account's own PIX keys and the central keys. */
+function pixAndCentralKeyRoutes(app: FastifyInstance, ctx: AppContext) {
+  mount(app, api.createPixKey, async (req, reply) => {
+    const body = parseOrThrow(S.createPixKey, req.body);
+    const row = await registerOwnKey(ctx.db, ctx.rail, { accountId: body.account_id, type: body.type, key: body.key });
+    return reply.code(201).send({ account_id: row.account_id, type: row.type, key: row.key });
+  });
+
+  mount(app, api.createCentralKey, async (req, reply) => {
+    const body = parseOrThrow(S.createCentralKey, req.body);
+    const { apiKey, accountId } = await createCentralKey(ctx.db, body.name, body.account_id ?? null);
+    return reply.code(201).send({ api_key: apiKey, name: body.name, account_id: accountId });
+  });
 }
 
 /** The spec's limit for authentication endpoints: failed admin/sandbox authentications per minute per address. */

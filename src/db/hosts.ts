@@ -85,6 +85,27 @@ function qualifies(attrs: SessionAttrs, role: { readOnly: boolean; recovery: boo
   }
 }
 
+/** Tries the hosts in order (prefer-standby: twice, the second pass taking any); the first that qualifies. */
+async function firstQualifyingHost(hosts: readonly { host: string; port: number }[], attrs: SessionAttrs, urlOf: (i: number) => string): Promise<number> {
+  const errors: string[] = [];
+  for (const pass of attrs === 'prefer-standby' ? ([1, 2] as const) : ([1] as const)) {
+    for (let i = 0; i < hosts.length; i++) {
+      const probe = new pg.Client({ connectionString: urlOf(i), connectionTimeoutMillis: 5_000 });
+      probe.on('error', () => {});
+      try {
+        await probe.connect();
+        if (attrs === 'any' || qualifies(attrs, await roleOf(probe), pass)) return i;
+        errors.push(`${hostText(hosts[i]!)}: not ${attrs}`);
+      } catch (err) {
+        errors.push(`${hostText(hosts[i]!)}: ${(err as Error).message}`);
+      } finally {
+        void probe.end().catch(() => {});
+      }
+    }
+  }
+  throw new WrongServerRole(`no database host is ${attrs === 'any' ? 'reachable' : attrs} (${errors.join('; ')})`);
+}
+
 export function hostList(url: string): HostList {
   const { prefix, hosts, rest, attrs } = parseHostList(url);
   if (hosts.length === 1 && attrs === 'any') {
@@ -94,29 +115,13 @@ export function hostList(url: string): HostList {
   let current: number | undefined;
   let searching: Promise<number> | undefined;
 
-  /** Tries the hosts in order (prefer-standby: twice, the second pass taking any). */
+  /** The index of the host to connect to, searched once at a time (concurrent callers share it). */
   const search = (): Promise<number> =>
-    (searching ??= (async () => {
-      const errors: string[] = [];
-      for (const pass of attrs === 'prefer-standby' ? ([1, 2] as const) : ([1] as const)) {
-        for (let i = 0; i < hosts.length; i++) {
-          const probe = new pg.Client({ connectionString: urlOf(i), connectionTimeoutMillis: 5_000 });
-          probe.on('error', () => {});
-          try {
-            await probe.connect();
-            if (attrs === 'any' || qualifies(attrs, await roleOf(probe), pass)) return (current = i);
-            errors.push(`${hostText(hosts[i]!)}: not ${attrs}`);
-          } catch (err) {
-            errors.push(`${hostText(hosts[i]!)}: ${(err as Error).message}`);
-          } finally {
-            void probe.end().catch(() => {});
-          }
-        }
-      }
-      throw new WrongServerRole(`no database host is ${attrs === 'any' ? 'reachable' : attrs} (${errors.join('; ')})`);
-    })().finally(() => {
-      searching = undefined;
-    }));
+    (searching ??= firstQualifyingHost(hosts, attrs, urlOf)
+      .then((i) => (current = i))
+      .finally(() => {
+        searching = undefined;
+      }));
 
   const forget = (i: number) => {
     if (current === i) current = undefined;

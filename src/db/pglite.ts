@@ -23,24 +23,7 @@ export interface PgliteDatabase extends Database {
 }
 
 export async function openPglite(options: PgliteOptions): Promise<PgliteDatabase> {
-  const inMemory = options.dataDir === 'memory://';
-  let releaseLock = () => {};
-  let dir: string | undefined;
-  if (!inMemory) {
-    dir = resolve(options.dataDir);
-    mkdirSync(dir, { recursive: true });
-    releaseLock = acquireLock(join(dir, 'pixgate.lock'));
-  }
-  let pg: PGlite;
-  try {
-    pg = await PGlite.create(dir ?? 'memory://', {
-      parsers,
-      ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
-    });
-  } catch (err) {
-    releaseLock();
-    throw err;
-  }
+  const { pg, releaseLock } = await startPglite(options);
   const counts = new StatementCounts();
   const listenCell = counts.cell('listen');
   const local = new ListenerSet(); // the same handlers, for wakeLocal
@@ -52,40 +35,13 @@ export async function openPglite(options: PgliteOptions): Promise<PgliteDatabase
     const existing = views.get(source);
     if (existing) return existing;
     const cell = counts.cell(source);
-    const wrap = (q: Pick<PGlite, 'query' | 'exec'>): Sql => ({
-      async query<R>(text: string, params: readonly unknown[] = []): Promise<R[]> {
-        cell.n++;
-        const result = await q.query<R>(text, params as unknown[]);
-        return result.rows;
-      },
-      async exec(script: string) {
-        cell.n++;
-        await q.exec(script);
-      },
-    });
-    const base = wrap(pg);
+    const base = countedSql(pg, cell);
     const db: PgliteDatabase = {
       dialect: 'pglite',
       // A statement of a context whose companion waits runs in a transaction with it (db.ts).
       query: (text, params) => (waitingCompanion() ? db.transaction((tx) => tx.query(text, params)) : base.query(text, params)),
       exec: base.exec,
-      async transaction(fn) {
-        let committed = () => {};
-        cell.n += 2; // BEGIN and COMMIT (or ROLLBACK), sent by PGlite's transaction()
-        const companion = takeCompanion();
-        const result = await pg
-          .transaction(async (tx) => {
-            const handle = wrap(tx);
-            committed = commitHooksFor(handle);
-            localWakesFor(handle, wakeLocal);
-            if (companion) await companion.write(handle);
-            return fn(handle);
-          })
-          .catch((err: unknown) => settleCompanion(companion, err));
-        settleCompanion(companion);
-        committed();
-        return result;
-      },
+      transaction: (fn) => runTransaction(pg, cell, wakeLocal, fn),
       async ping() {
         cell.n++;
         await pg.query('SELECT 1');
@@ -124,6 +80,62 @@ export async function openPglite(options: PgliteOptions): Promise<PgliteDatabase
     return db;
   };
   return view('request');
+}
+
+/** Locks the data folder (not in memory) and starts PGlite on it; the lock is released if that fails. */
+async function startPglite(options: PgliteOptions): Promise<{ pg: PGlite; releaseLock: () => void }> {
+  const inMemory = options.dataDir === 'memory://';
+  let releaseLock = () => {};
+  let dir: string | undefined;
+  if (!inMemory) {
+    dir = resolve(options.dataDir);
+    mkdirSync(dir, { recursive: true });
+    releaseLock = acquireLock(join(dir, 'pixgate.lock'));
+  }
+  try {
+    const pg = await PGlite.create(dir ?? 'memory://', {
+      parsers,
+      ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
+    });
+    return { pg, releaseLock };
+  } catch (err) {
+    releaseLock();
+    throw err;
+  }
+}
+
+/** The Sql handle over PGlite (or one of its transactions) that counts each statement in `cell`. */
+function countedSql(q: Pick<PGlite, 'query' | 'exec'>, cell: { n: number }): Sql {
+  return {
+    async query<R>(text: string, params: readonly unknown[] = []): Promise<R[]> {
+      cell.n++;
+      const result = await q.query<R>(text, params as unknown[]);
+      return result.rows;
+    },
+    async exec(script: string) {
+      cell.n++;
+      await q.exec(script);
+    },
+  };
+}
+
+/** Runs `fn` in one PGlite transaction, with the commit hooks, local wakes and a waiting companion. */
+async function runTransaction<T>(pg: PGlite, cell: { n: number }, wakeLocal: (name: string) => void, fn: (tx: Sql) => Promise<T>): Promise<T> {
+  let committed = () => {};
+  cell.n += 2; // BEGIN and COMMIT (or ROLLBACK), sent by PGlite's transaction()
+  const companion = takeCompanion();
+  const result = await pg
+    .transaction(async (tx) => {
+      const handle = countedSql(tx, cell);
+      committed = commitHooksFor(handle);
+      localWakesFor(handle, wakeLocal);
+      if (companion) await companion.write(handle);
+      return fn(handle);
+    })
+    .catch((err: unknown) => settleCompanion(companion, err));
+  settleCompanion(companion);
+  committed();
+  return result;
 }
 
 function acquireLock(path: string): () => void {

@@ -134,12 +134,8 @@ async function commit(client: pg.PoolClient, cell: { n: number }): Promise<void>
   if (warning) throw new CommitOutcomeUnknown(warning);
 }
 
-/** PostgreSQL server through a connection pool (node-postgres). */
-export async function openPostgres(options: PostgresOptions): Promise<Database> {
-  const pooler = options.pooler ?? 'none';
-  const startupParameters = pooler === 'none';
-  const prepare = pooler !== 'transaction';
-  if (options.schema && !startupParameters) throw new Error('a schema is set through the startup parameter options: not behind a pooler (give the role a search_path)');
+/** The connection pool, with the startup parameters when straight to PostgreSQL, and its error listeners. */
+function openPool(options: PostgresOptions, startupParameters: boolean): pg.Pool {
   const hosts = hostList(options.url);
   const pool = new pg.Pool({
     ...hosts.clientConfig(),
@@ -167,6 +163,68 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
   // 15; test/faults/database-unavailable.test.ts). The statement or transaction on it fails on its
   // own, and the pool drops a client released with an error or no longer queryable.
   pool.on('connect', (client) => client.on('error', () => {}));
+  return pool;
+}
+
+type Run = <R>(client: pg.Pool | pg.PoolClient, text: string, params?: readonly unknown[]) => Promise<R[]>;
+
+/** Runs `fn` in one transaction on a client of the pool, retrying a serialization failure or deadlock. */
+async function runTransaction<T>(pool: pg.Pool, run: Run, cell: { n: number }, wakeLocal: (name: string) => void, fn: (tx: Sql) => Promise<T>): Promise<T> {
+  const companion = takeCompanion();
+  for (let attempt = 1; ; attempt++) {
+    const client = await pool.connect().catch((err: unknown) => settleCompanion(companion, err));
+    let broken: Error | undefined;
+    // A checked-out client has no listener of the pool: without this one, PostgreSQL ending the
+    // connection between two statements (restart, terminate, timeout) kills the process with an
+    // unhandled 'error' event. The transaction fails on its next statement; the client is discarded.
+    const onLost = (err: Error) => void (broken ??= err);
+    client.on('error', onLost);
+    try {
+      await run(client, 'BEGIN');
+      const tx: Sql = {
+        query: (text, params) => run(client, text, params),
+        exec: async (script) => void (await run(client, script)),
+      };
+      const committed = commitHooksFor(tx);
+      localWakesFor(tx, wakeLocal);
+      if (companion) await companion.write(tx);
+      const result = await fn(tx);
+      await commit(client, cell);
+      settleCompanion(companion);
+      committed();
+      return result;
+    } catch (err) {
+      if (err instanceof CommitOutcomeUnknown) {
+        // Nothing to roll back, nothing to retry: the client answers 503 and its retry under
+        // the same Idempotency-Key finds whatever did commit. The connection is not reused.
+        broken = err;
+        settleCompanion(companion, err);
+      }
+      try {
+        await run(client, 'ROLLBACK');
+      } catch (rollbackErr) {
+        broken = rollbackErr as Error;
+      }
+      const state = sqlState(err);
+      if (state !== undefined && RETRYABLE_STATES.has(state) && attempt < MAX_ATTEMPTS) {
+        await new Promise((r) => setTimeout(r, Math.random() * 10 * attempt));
+        continue;
+      }
+      settleCompanion(companion, err);
+    } finally {
+      client.removeListener('error', onLost);
+      client.release(broken);
+    }
+  }
+}
+
+/** PostgreSQL server through a connection pool (node-postgres). */
+export async function openPostgres(options: PostgresOptions): Promise<Database> {
+  const pooler = options.pooler ?? 'none';
+  const startupParameters = pooler === 'none';
+  const prepare = pooler !== 'transaction';
+  if (options.schema && !startupParameters) throw new Error('a schema is set through the startup parameter options: not behind a pooler (give the role a search_path)');
+  const pool = openPool(options, startupParameters);
   const counts = new StatementCounts();
   let closed = false;
   const listener = notificationClient(options, () => closed, counts.cell('listen'));
@@ -190,54 +248,7 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
       },
       // A statement of a context whose companion waits runs in a transaction with it (db.ts).
       query: (text, params) => (waitingCompanion() ? db.transaction((tx) => tx.query(text, params)) : run(pool, text, params)),
-      async transaction(fn) {
-        const companion = takeCompanion();
-        for (let attempt = 1; ; attempt++) {
-          const client = await pool.connect().catch((err: unknown) => settleCompanion(companion, err));
-          let broken: Error | undefined;
-          // A checked-out client has no listener of the pool: without this one, PostgreSQL ending the
-          // connection between two statements (restart, terminate, timeout) kills the process with an
-          // unhandled 'error' event. The transaction fails on its next statement; the client is discarded.
-          const onLost = (err: Error) => void (broken ??= err);
-          client.on('error', onLost);
-          try {
-            await run(client, 'BEGIN');
-            const tx: Sql = {
-              query: (text, params) => run(client, text, params),
-              exec: async (script) => void (await run(client, script)),
-            };
-            const committed = commitHooksFor(tx);
-            localWakesFor(tx, listener.wakeLocal);
-            if (companion) await companion.write(tx);
-            const result = await fn(tx);
-            await commit(client, cell);
-            settleCompanion(companion);
-            committed();
-            return result;
-          } catch (err) {
-            if (err instanceof CommitOutcomeUnknown) {
-              // Nothing to roll back, nothing to retry: the client answers 503 and its retry under
-              // the same Idempotency-Key finds whatever did commit. The connection is not reused.
-              broken = err;
-              settleCompanion(companion, err);
-            }
-            try {
-              await run(client, 'ROLLBACK');
-            } catch (rollbackErr) {
-              broken = rollbackErr as Error;
-            }
-            const state = sqlState(err);
-            if (state !== undefined && RETRYABLE_STATES.has(state) && attempt < MAX_ATTEMPTS) {
-              await new Promise((r) => setTimeout(r, Math.random() * 10 * attempt));
-              continue;
-            }
-            settleCompanion(companion, err);
-          } finally {
-            client.removeListener('error', onLost);
-            client.release(broken);
-          }
-        }
-      },
+      transaction: (fn) => runTransaction(pool, run, cell, listener.wakeLocal, fn),
       async exec(script) {
         await run(pool, script);
       },
@@ -262,6 +273,39 @@ export async function openPostgres(options: PostgresOptions): Promise<Database> 
 }
 
 /**
+ * A new LISTEN connection listening on every channel of `listeners` in its schema (told to
+ * `setSchema` once known) and dispatching their notifications to them; ended again if that fails.
+ */
+async function openListenConnection(options: PostgresOptions, listeners: ListenerSet, cell: { n: number }, setSchema: (schema: string) => void): Promise<pg.Client> {
+  const c = hostList(options.listenUrl ?? options.url).newClient({
+    types,
+    application_name: `${options.applicationName ?? 'pixgate'}-listen`,
+    connectionTimeoutMillis: 10_000,
+    ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+  });
+  c.on('error', () => {}); // followed by 'end', handled by the caller
+  let schema: string;
+  try {
+    await c.connect();
+    cell.n++;
+    schema = (await c.query<{ s: string }>('SELECT current_schema() AS s')).rows[0]!.s;
+    setSchema(schema);
+    for (const name of listeners.channels()) {
+      cell.n++;
+      await c.query(`LISTEN ${quoteChannel(channelName(schema, name))}`);
+    }
+  } catch (err) {
+    void c.end().catch(() => {});
+    throw err;
+  }
+  const prefix = `${schema}__`;
+  c.on('notification', (n) => {
+    if (n.channel.startsWith(prefix)) listeners.dispatch(n.channel.slice(prefix.length), n.payload ?? '');
+  });
+  return c;
+}
+
+/**
  * One dedicated connection (outside the pool) per Database for LISTEN. It connects on the first
  * `listen`, and when it is lost (restart, terminate) it reconnects with backoff, listens again on
  * every channel and tells every handler `null`: notifications sent meanwhile are gone.
@@ -277,29 +321,7 @@ function notificationClient(options: PostgresOptions, isClosed: () => boolean, c
   const connect = (): Promise<pg.Client> => {
     if (client) return Promise.resolve(client);
     connecting ??= (async () => {
-      const c = hostList(options.listenUrl ?? options.url).newClient({
-        types,
-        application_name: `${options.applicationName ?? 'pixgate'}-listen`,
-        connectionTimeoutMillis: 10_000,
-        ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
-      });
-      c.on('error', () => {}); // followed by 'end', handled below
-      try {
-        await c.connect();
-        cell.n++;
-        schema = (await c.query<{ s: string }>('SELECT current_schema() AS s')).rows[0]!.s;
-        for (const name of listeners.channels()) {
-          cell.n++;
-          await c.query(`LISTEN ${quoteChannel(channelName(schema, name))}`);
-        }
-      } catch (err) {
-        void c.end().catch(() => {});
-        throw err;
-      }
-      c.on('notification', (n) => {
-        const prefix = `${schema}__`;
-        if (n.channel.startsWith(prefix)) listeners.dispatch(n.channel.slice(prefix.length), n.payload ?? '');
-      });
+      const c = await openListenConnection(options, listeners, cell, (s) => (schema = s));
       c.once('end', () => {
         if (client === c) client = undefined;
         if (!isClosed() && listeners.channels().length > 0) scheduleReconnect();

@@ -52,6 +52,7 @@ export class Metrics {
   private db: Database | undefined;
   private redis: { status: string } | undefined;
 
+  // Longer than 70 lines because it is the flat list of every metric this process exports, one declaration after another.
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const registry = (this.registry = new client.Registry());
     if (options.defaultMetrics !== false) client.collectDefaultMetrics({ register: registry, prefix: PREFIX, eventLoopMonitoringPrecision: 20 });

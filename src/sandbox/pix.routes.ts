@@ -19,6 +19,13 @@ export async function pixSandboxRoutes(app: FastifyInstance, ctx: AppContext) {
   const sim = ctx.rail;
   if (!(sim instanceof SimulatedRail)) return;
 
+  directoryRoutes(app, sim);
+  payoutRoutes(app, ctx, sim);
+  incomingRoutes(app, ctx, sim);
+}
+
+/** The directory of other institutions: a foreign PIX key and how its bank behaves. */
+function directoryRoutes(app: FastifyInstance, sim: SimulatedRail) {
   mount(app, api.dictKey, async (req, reply) => {
     const body = parseOrThrow(dictKey, req.body);
     const key = normalizePixKey(body.type, body.key);
@@ -46,7 +53,10 @@ export async function pixSandboxRoutes(app: FastifyInstance, ctx: AppContext) {
       fraud_flagged: row.fraud_flagged,
     });
   });
+}
 
+/** Decisions on payouts (settle, reject) and returns by their receivers. */
+function payoutRoutes(app: FastifyInstance, ctx: AppContext, sim: SimulatedRail) {
   for (const decision of ['settle', 'reject'] as const) {
     mount(app, api[decision], async (req) => {
       const { transaction_id } = parseOrThrow(transactionIdParam, req.params);
@@ -60,7 +70,10 @@ export async function pixSandboxRoutes(app: FastifyInstance, ctx: AppContext) {
     const result = await returnPayout(ctx, sim, transaction_id, body?.amount);
     return reply.code(result.returned ? 201 : 200).send(result);
   });
+}
 
+/** Incoming PIX and BR Code payments from other banks. */
+function incomingRoutes(app: FastifyInstance, ctx: AppContext, sim: SimulatedRail) {
   mount(app, api.inbound, async (req, reply) => {
     const body = parseOrThrow(inbound, req.body);
     const credited = await receiveInbound(ctx, sim, {

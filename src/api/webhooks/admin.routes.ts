@@ -66,17 +66,26 @@ function deliveryView(d: repo.DeliveryRow, attempts: repo.AttemptRow[]) {
  * delivery counts, pause/resume, list deliveries with every attempt, re-send one, fire `webhook.test`.
  */
 export async function webhookAdminRoutes(app: FastifyInstance, ctx: AppContext) {
-  const load = async (id: string) => {
-    const w = await repo.findWebhook(ctx.db, id);
-    if (!w) throw notFound('webhook not found');
-    return w;
-  };
-  const loadDelivery = async (webhookId: string, deliveryId: string) => {
-    const d = await repo.findDelivery(ctx.db, webhookId, deliveryId);
-    if (!d) throw notFound('delivery not found');
-    return deliveryView(d, await repo.attemptsOf(ctx.db, [d.id]));
-  };
+  registrationRoutes(app, ctx);
+  deliveryRoutes(app, ctx);
+}
 
+/** The webhook `id`, or 404. */
+async function loadWebhook(ctx: AppContext, id: string) {
+  const w = await repo.findWebhook(ctx.db, id);
+  if (!w) throw notFound('webhook not found');
+  return w;
+}
+
+/** A delivery of the webhook with its attempts, or 404. */
+async function loadDeliveryView(ctx: AppContext, webhookId: string, deliveryId: string) {
+  const d = await repo.findDelivery(ctx.db, webhookId, deliveryId);
+  if (!d) throw notFound('delivery not found');
+  return deliveryView(d, await repo.attemptsOf(ctx.db, [d.id]));
+}
+
+/** The registrations: list, read, pause/resume. */
+function registrationRoutes(app: FastifyInstance, ctx: AppContext) {
   mount(app, api.list, async (req) => {
     const q = parseOrThrow(listQuery, req.query);
     const rows = await repo.listWebhooksForOperator(
@@ -97,17 +106,20 @@ export async function webhookAdminRoutes(app: FastifyInstance, ctx: AppContext) 
   mount(app, api.patch, async (req) => {
     const { id } = parseOrThrow(idParam, req.params);
     const body = parseOrThrow(patchBody, req.body);
-    const w = await load(id);
+    const w = await loadWebhook(ctx, id);
     if (w.deleted_at) throw conflict('webhook is deleted');
     const updated = await ctx.db.transaction((tx) => repo.setWebhookActive(tx, id, body.is_active));
     if (!updated) throw conflict('webhook is deleted');
     return webhookView(updated);
   });
+}
 
+/** A webhook's deliveries with their attempts: list, read, re-send one, fire `webhook.test`. */
+function deliveryRoutes(app: FastifyInstance, ctx: AppContext) {
   mount(app, api.deliveries, async (req) => {
     const { id } = parseOrThrow(idParam, req.params);
     const q = parseOrThrow(deliveriesQuery, req.query);
-    await load(id);
+    await loadWebhook(ctx, id);
     const limit = q.limit ?? 50;
     const rows = await repo.listDeliveries(ctx.db, id, { status: q.status, before: q.before, limit });
     const attempts = await repo.attemptsOf(ctx.db, rows.map((d) => d.id));
@@ -119,23 +131,23 @@ export async function webhookAdminRoutes(app: FastifyInstance, ctx: AppContext) 
 
   mount(app, api.delivery, async (req) => {
     const { id, delivery_id } = parseOrThrow(deliveryParam, req.params);
-    await load(id);
-    return loadDelivery(id, delivery_id);
+    await loadWebhook(ctx, id);
+    return loadDeliveryView(ctx, id, delivery_id);
   });
 
   mount(app, api.resend, async (req, reply) => {
     const { id, delivery_id } = parseOrThrow(deliveryParam, req.params);
-    const w = await load(id);
+    const w = await loadWebhook(ctx, id);
     if (w.deleted_at) throw conflict('webhook is deleted');
-    await loadDelivery(id, delivery_id);
+    await loadDeliveryView(ctx, id, delivery_id);
     await resendDelivery(ctx, w, delivery_id);
-    return reply.code(202).send(await loadDelivery(id, delivery_id));
+    return reply.code(202).send(await loadDeliveryView(ctx, id, delivery_id));
   });
 
   mount(app, api.test, async (req, reply) => {
     const { id } = parseOrThrow(idParam, req.params);
-    const w = await load(id);
+    const w = await loadWebhook(ctx, id);
     const deliveryId = await sendTestEvent(ctx, w, 'administration');
-    return reply.code(202).send(await loadDelivery(id, deliveryId));
+    return reply.code(202).send(await loadDeliveryView(ctx, id, deliveryId));
   });
 }
