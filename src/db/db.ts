@@ -256,7 +256,9 @@ export function provesRollback(err: unknown, inTransaction: boolean): boolean {
 }
 
 const ROLLBACK_CLASSES = new Set(['21', '22', '23', '42', 'P0']);
-const ROLLBACK_STATES = new Set(['40001', '40P01', '55P03']);
+// 25006 (read_only_sql_transaction): a read-only server wrote nothing.
+const READ_ONLY_SERVER = '25006';
+const ROLLBACK_STATES = new Set(['40001', '40P01', '55P03', READ_ONLY_SERVER]);
 const QUERY_CANCELED = '57014';
 
 export const UNIQUE_VIOLATION = '23505';
@@ -317,7 +319,9 @@ export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string' && CONNECTION_ERROR_CODES.has(code)) return true; // before sqlState: EPIPE has five letters
   const state = sqlState(err);
-  if (state !== undefined) return state.startsWith('08') || state === '57P01' || state === '57P02' || state === '57P03' || state === '53300';
+  // 25006: a write reached a server in read-only mode (a standby, or the old primary behind a
+  // pooler connection opened before a failover): the primary is not here right now.
+  if (state !== undefined) return state.startsWith('08') || state === '57P01' || state === '57P02' || state === '57P03' || state === '53300' || state === READ_ONLY_SERVER;
   const message = (err as { message?: unknown }).message;
   if (typeof message === 'string' && CONNECTION_ERROR_MESSAGES.some((m) => message.includes(m))) return true;
   // Node's connect over several addresses (AggregateError) and wrapped errors.
