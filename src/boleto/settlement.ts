@@ -74,7 +74,6 @@ async function settleGroup(tx: Sql, caller: CentralCaller, boletos: repo.Unsettl
       amount,
       description: `Boleto settlement: ${boletos.length} boleto${boletos.length === 1 ? '' : 's'}`,
       counterparty_name: 'Boleto settlement',
-      metadata: { settlement_id: id, boleto_count: boletos.length },
       created_at: now,
       completed_at: now,
     });

@@ -71,7 +71,7 @@ export async function onMedReturnRejected(tx: Sql, ctx: TxDeps, n: Of<'return.re
   const failed = await records.updateState(
     tx,
     row.id,
-    { status: TX_STATUS.failed, payment_status: 'failed', stage: 3, reason_code: n.reasonCode, reason: n.reason, metadata: { failed_at: now.toISOString() } },
+    { status: TX_STATUS.failed, payment_status: 'failed', stage: 3, reason_code: n.reasonCode, reason: n.reason, failed_at: now },
     now,
   );
   const infraction = await infractionOf(tx, row);

@@ -19,7 +19,7 @@ export async function emitFor(tx: Sql, event: string, row: OwnedTransaction, pay
 
 /** What every `pix.payout.*` event says about the payout. */
 export function payoutBody(row: OwnedTransaction): Payload {
-  const meta = row.metadata as { recipient_bank_name?: string | null; txid?: string | null };
+  const meta = row.metadata as { txid?: string | null };
   return {
     transaction_id: row.transaction_id,
     end_to_end_id: row.end_to_end_id,
@@ -35,7 +35,7 @@ export function payoutBody(row: OwnedTransaction): Payload {
       name: row.counterparty_name,
       document: row.recipient_document,
       ispb: row.recipient_ispb,
-      bank_name: meta.recipient_bank_name ?? null,
+      bank_name: row.recipient_bank_name,
     },
     description: row.description || null,
     txid: meta.txid ?? null,

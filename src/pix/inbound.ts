@@ -71,7 +71,6 @@ export async function receiveInboundPayment(tx: Sql, ctx: TxDeps, p: InboundPaym
       payerDocument: p.payer.document,
       payerIspb: p.payer.ispb,
       payerBankName,
-      txid: charge.txid,
       paidAt: p.receivedAt,
       now,
     });
@@ -122,7 +121,8 @@ function insertPlainCredit(tx: Sql, p: InboundPayment, accountId: number, fee: n
     payer_ispb: p.payer.ispb,
     payer_bank_name: payerBankName,
     // Why a payment that named a charge did not pay it (never which charge of another account).
-    metadata: p.txid === null ? { txid: null } : { txid: p.txid, charge_unmatched_reason: reason },
+    charge_unmatched_reason: p.txid === null ? null : reason,
+    metadata: { txid: p.txid },
     created_at: p.receivedAt,
     completed_at: p.receivedAt,
   });

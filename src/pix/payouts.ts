@@ -118,7 +118,7 @@ export async function onPaymentRejected(tx: Sql, ctx: TxDeps, n: Of<'payment.rej
   const rejected = await repo.updateState(
     tx,
     row.id,
-    { status: TX_STATUS.rejected, payment_status: 'rejected', stage: 3, reason_code: n.reasonCode, reason: n.reason, metadata: { rejected_at: now.toISOString() } },
+    { status: TX_STATUS.rejected, payment_status: 'rejected', stage: 3, reason_code: n.reasonCode, reason: n.reason, failed_at: now },
     now,
   );
   await emitFor(tx, 'pix.payout.failed', rejected, {
@@ -165,7 +165,6 @@ export async function onPaymentReturned(tx: Sql, ctx: TxDeps, n: Of<'payment.ret
     payer_bank_name: bankName(row.recipient_ispb),
     original_id: row.id,
     return_code: n.returnCode,
-    metadata: { original_transaction_id: row.transaction_id },
     created_at: n.returnedAt,
     completed_at: n.returnedAt,
   });

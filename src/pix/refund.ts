@@ -109,11 +109,7 @@ export function returnRecord(
     original_id: original.id,
     return_code: r.returnCode,
     ...(r.infractionId !== undefined ? { infraction_id: r.infractionId } : {}),
-    metadata: {
-      original_transaction_id: original.transaction_id,
-      original_end_to_end_id: original.end_to_end_id,
-      recipient_bank_name: original.payer_bank_name,
-    },
+    recipient_bank_name: original.payer_bank_name,
     created_at: r.now,
   };
 }
@@ -260,7 +256,7 @@ export async function onReturnRejected(tx: Sql, ctx: TxDeps, n: Of<'return.rejec
   const failed = await repo.updateState(
     tx,
     row.id,
-    { status: TX_STATUS.failed, payment_status: 'failed', stage: 3, reason_code: n.reasonCode, reason: n.reason, metadata: { failed_at: now.toISOString() } },
+    { status: TX_STATUS.failed, payment_status: 'failed', stage: 3, reason_code: n.reasonCode, reason: n.reason, failed_at: now },
     now,
   );
   const original = (await repo.findById(tx, row.original_id!))!;

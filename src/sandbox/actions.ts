@@ -8,6 +8,7 @@ import * as merchants from '../merchants/repository.js';
 import * as pix from '../pix/repository.js';
 import type { InfractionDecision } from '../rail/rail.js';
 import { SimulatedRail } from '../rail/sim/simulatedRail.js';
+import { ORIGINAL_TRANSACTION_ID, type RecordRow } from '../transactions/repository.js';
 import { transactionRecord } from '../transactions/views.js';
 import { findRefusalByEndToEndId } from '../pix/railRefusals.js';
 import { creditedOrRefused, unwrap } from './outcome.js';
@@ -73,7 +74,7 @@ export async function resolveInfraction(ctx: AppContext, sim: SimulatedRail, id:
 }
 
 async function payoutView(ctx: AppContext, transactionId: string) {
-  const [row] = await ctx.db.query<pix.OwnedTransaction>('SELECT * FROM transactions WHERE transaction_id = $1', [transactionId]);
+  const [row] = await ctx.db.query<RecordRow>(`SELECT *, ${ORIGINAL_TRANSACTION_ID} FROM transactions WHERE transaction_id = $1`, [transactionId]);
   return transactionRecord(row!);
 }
 

@@ -166,7 +166,6 @@ async function resolveDestination(ctx: PixDeps, source: TefSource, cmd: TefComma
 }
 
 function answerOf(row: OwnedTransaction): TefResponse {
-  const meta = row.metadata as { to_account_id?: number | null; from_account_id?: number };
   const settled = row.status === TX_STATUS.completed;
   return {
     worked: settled,
@@ -178,7 +177,7 @@ function answerOf(row: OwnedTransaction): TefResponse {
     net_amount: row.amount + row.fee_amount,
     status: settled ? 'settled' : 'failed',
     from_account_id: row.account_id,
-    to_account_id: meta.to_account_id ?? null,
+    to_account_id: row.counterpart_account_id,
     recipient: { name: row.counterparty_name, document: row.recipient_document ?? '', pix_key: row.recipient_key },
     description: row.description || null,
     created_at: isoZ(row.created_at)!,
@@ -260,7 +259,7 @@ export async function transfer(ctx: PixDeps, source: TefSource, cmd: TefCommand,
         await record(tx, failureOf(answerOf(sourceOwned), sourceOwned));
         return { failed: sourceOwned };
       }
-      await settle(tx, ctx, cmd, destination, parties, sourceOwned.transaction_id, amount, now);
+      await settle(tx, ctx, cmd, destination, parties, sourceOwned, amount, now);
       const answer = respond(sourceOwned);
       await record(tx, answer);
       return { answer };
@@ -338,7 +337,7 @@ async function insertSource(
     recipient_ispb: ctx.config.institutionIspb,
     request_fingerprint: cmd.fingerprint,
     ...(failure ? { reason_code: failure.code, reason: failure.detail } : {}),
-    metadata: { to_account_id: destination.sameMerchant ? to.id : null },
+    counterpart_account_id: destination.sameMerchant ? to.id : null,
     completed_at: failure ? null : now,
   });
   return { ...row, merchant_id: from.merchant_id };
@@ -366,8 +365,9 @@ function sentBody(cmd: TefCommand, destination: Destination, { from, to }: Parti
 }
 
 /** A settled transfer: the destination's record, the balanced posting and both events. */
-async function settle(tx: Sql, ctx: TxDeps, cmd: TefCommand, destination: Destination, parties: Parties, transactionId: string, amount: number, now: Date): Promise<void> {
+async function settle(tx: Sql, ctx: TxDeps, cmd: TefCommand, destination: Destination, parties: Parties, source: Pick<OwnedTransaction, 'id' | 'transaction_id'>, amount: number, now: Date): Promise<void> {
   const { from, to } = parties;
+  const transactionId = source.transaction_id;
   const destinationRow = await insertTransaction(tx, {
     ...common(cmd, amount, now),
     transaction_id: newTransactionId(TEF_PREFIX, now),
@@ -381,7 +381,8 @@ async function settle(tx: Sql, ctx: TxDeps, cmd: TefCommand, destination: Destin
     payer_document: from.holder_document,
     payer_ispb: ctx.config.institutionIspb,
     payer_bank_name: ctx.institutionName,
-    metadata: { tef_transaction_id: transactionId, from_account_id: destination.sameMerchant ? from.id : null },
+    pair_id: source.id,
+    counterpart_account_id: destination.sameMerchant ? from.id : null,
     completed_at: now,
   });
   // The ledger's credit primitive tops up the destination's short MED blocks (src/ledger).

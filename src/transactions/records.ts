@@ -19,6 +19,7 @@ const COLUMNS = [
   'recipient_key', 'recipient_key_type', 'recipient_document', 'recipient_ispb', 'payer_document',
   'payer_ispb', 'payer_bank_name', 'original_id', 'request_fingerprint', 'metadata', 'created_at',
   'completed_at', 'payer_name', 'reason_code', 'reason', 'return_code', 'infraction_id',
+  'recipient_bank_name', 'charge_unmatched_reason', 'counterpart_account_id', 'pair_id', 'failed_at',
 ] as const;
 
 export async function insertTransaction(tx: Sql, record: NewTransaction): Promise<TransactionRow> {
@@ -92,8 +93,8 @@ export interface StateChange {
   reason?: string | null;
   /** The limit windows a cash-out's new reservation counted in (replacing the earlier ones). */
   limit_windows?: readonly LimitWindow[];
-  /** Merged into the record's metadata (top-level keys replaced). */
-  metadata?: Record<string, unknown>;
+  /** When the rail rejected or failed the record (with a status 3 or 4). */
+  failed_at?: Date;
 }
 
 /** A cash-out limit window as a record counts in it (src/pix/store/limitWindows.ts `UsageWindow`). */
@@ -127,7 +128,7 @@ export async function updateState(tx: Sql, id: string, change: StateChange, now:
          payment_status = COALESCE($3, payment_status),
          stage = COALESCE($4, stage),
          completed_at = COALESCE($5, completed_at),
-         metadata = metadata || $6::jsonb,
+         failed_at = COALESCE($6, failed_at),
          updated_at = $7,
          returned_amount = COALESCE($8, returned_amount),
          resumable = COALESCE($9, resumable),
@@ -144,7 +145,7 @@ export async function updateState(tx: Sql, id: string, change: StateChange, now:
       change.payment_status ?? null,
       change.stage ?? null,
       change.completed_at ?? null,
-      JSON.stringify(change.metadata ?? {}),
+      change.failed_at ?? null,
       now,
       change.returned_amount ?? null,
       change.resumable ?? null,
@@ -258,7 +259,6 @@ export interface ChargePayment {
   payerDocument: string;
   payerIspb: string;
   payerBankName: string | null;
-  txid: string;
   paidAt: Date;
   now: Date;
 }
@@ -273,10 +273,9 @@ export async function completeChargeRecord(tx: Sql, transactionUuid: string, p: 
   const [row] = await tx.query<TransactionRow>(
     `UPDATE transactions SET status = $2, end_to_end_id = $3, fee_amount = $4, counterparty_name = $5,
         payer_document = $6, payer_ispb = $7, payer_bank_name = $8, created_at = $9, completed_at = $9,
-        metadata = metadata || jsonb_build_object('txid', $10::text),
-        updated_at = $11
+        updated_at = $10
       WHERE id = $1 RETURNING *`,
-    [transactionUuid, TX_STATUS.completed, p.endToEndId, p.feeAmount, p.payerName, p.payerDocument, p.payerIspb, p.payerBankName, p.paidAt, p.txid, p.now],
+    [transactionUuid, TX_STATUS.completed, p.endToEndId, p.feeAmount, p.payerName, p.payerDocument, p.payerIspb, p.payerBankName, p.paidAt, p.now],
   );
   if (!row) throw new Error(`charge record ${transactionUuid} disappeared`);
   return row;

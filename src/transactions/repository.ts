@@ -49,7 +49,17 @@ export interface TransactionRow {
   return_code: string | null;
   /** The infraction of a MED refund. */
   infraction_id: string | null;
-  /** What pixgate does not decide on: what the merchant or the payer supplied, and display copies. */
+  /** The receiver's bank of an outbound record as the directory (or the original's payer) named it. */
+  recipient_bank_name: string | null;
+  /** Why an inbound PIX that carried a txid paid no charge (src/pix/cashin/charges.ts UnmatchedReason). */
+  charge_unmatched_reason: string | null;
+  /** A TEF's other account (a debit's destination, a credit's source) when both are the merchant's. */
+  counterpart_account_id: number | null;
+  /** A TEF credit's debit record. */
+  pair_id: string | null;
+  /** When the record was rejected (status 3) or failed (status 4), where the rail said so. */
+  failed_at: Date | null;
+  /** What the merchant or the payer supplied (a cash-out's txid and emv, an inbound PIX's txid). */
   metadata: Record<string, unknown>;
   created_at: Date;
   updated_at: Date;
@@ -78,7 +88,7 @@ export interface ListQuery {
   offset: number;
 }
 
-export type ListedTransaction = TransactionRow & { statement_status: string | null };
+export type ListedTransaction = RecordRow & { statement_status: string | null };
 
 /** WHERE clauses of one list query; parameters are appended to `params` (shared by a UNION). */
 function listWhere(q: ListQuery, statusClause: string, params: unknown[]): string {
@@ -92,9 +102,17 @@ function listWhere(q: ListQuery, statusClause: string, params: unknown[]): strin
 
 const ORDER = 'ORDER BY created_at DESC, id DESC';
 
-function pageSelect(q: ListQuery, statusClause: string, params: unknown[], merged: boolean): string {
+/**
+ * The transaction_id of a record's original (a refund's, a MED refund's, a payout return's), read
+ * from the row `original_id` points at (migration 0860: no longer copied into metadata).
+ */
+export const ORIGINAL_TRANSACTION_ID = `(SELECT o.transaction_id FROM transactions o WHERE o.id = transactions.original_id) AS original_transaction_id`;
+
+export type RecordRow = TransactionRow & { original_transaction_id: string | null };
+
+function pageSelect(q: ListQuery, statusClause: string, params: unknown[], merged: boolean, original = false): string {
   const where = listWhere(q, statusClause, params);
-  return `SELECT *, ${merged} AS merged FROM transactions WHERE ${where} ${ORDER} LIMIT $${params.push(q.limit)} OFFSET $${params.push(q.offset)}`;
+  return `SELECT *, ${merged} AS merged${original ? `, ${ORIGINAL_TRANSACTION_ID}` : ''} FROM transactions WHERE ${where} ${ORDER} LIMIT $${params.push(q.limit)} OFFSET $${params.push(q.offset)}`;
 }
 
 const filterClause = (status: StatementFilter) => `statement_status = '${status}'`;
@@ -134,7 +152,7 @@ export async function listTransactions(sql: Sql, q: ListQuery): Promise<ListedTr
       ? `statement_status IN ('processing', 'in_flight')`
       : filterClause(q.status);
   const params: unknown[] = [];
-  return sql.query<ListedTransaction>(pageSelect(q, clause, params, false), params);
+  return sql.query<ListedTransaction>(pageSelect(q, clause, params, false, true), params);
 }
 
 export type LookupKey = 'id' | 'transaction_id' | 'end_to_end_id' | 'external_id' | 'tag';
@@ -142,7 +160,7 @@ export type LookupKey = 'id' | 'transaction_id' | 'end_to_end_id' | 'external_id
 /** One record of the account by one of its ids; by tag, the newest record with that tag. */
 export async function findInAccount(sql: Sql, accountId: number, key: LookupKey, value: string): Promise<ListedTransaction | undefined> {
   const [row] = await sql.query<ListedTransaction>(
-    `SELECT * FROM transactions WHERE account_id = $1 AND ${key} = $2 ORDER BY created_at DESC, id DESC LIMIT 1`,
+    `SELECT *, ${ORIGINAL_TRANSACTION_ID} FROM transactions WHERE account_id = $1 AND ${key} = $2 ORDER BY created_at DESC, id DESC LIMIT 1`,
     [accountId, value],
   );
   return row;

@@ -1,7 +1,7 @@
 import { bankName } from '../lib/banks.js';
 import { isoZ } from '../lib/clock.js';
 import { addMoney } from '../lib/money.js';
-import { TX_STATUS, type TransactionRow } from './repository.js';
+import { TX_STATUS, type RecordRow, type TransactionRow } from './repository.js';
 
 /**
  * How a statement record is shown: the spec's statement item, the richer record of the
@@ -50,8 +50,7 @@ export function statementItem(row: TransactionRow, merged = false) {
  * payment_status, plus `final`, `tag`, the recipient's key type, ISPB and bank, the original of a
  * refund or return, what came back of a payout, and the reason of a rejection or failure.
  */
-export function transactionRecord(row: TransactionRow) {
-  const meta = row.metadata as Record<string, unknown>;
+export function transactionRecord(row: RecordRow) {
   const outbound = row.direction === 'outbound';
   return {
     ...statementItem(row),
@@ -60,8 +59,8 @@ export function transactionRecord(row: TransactionRow) {
     tag: row.tag,
     recipient_key_type: outbound ? row.recipient_key_type : null,
     recipient_ispb: outbound ? row.recipient_ispb : null,
-    recipient_bank_name: outbound ? ((meta.recipient_bank_name as string | null | undefined) ?? bankName(row.recipient_ispb)) : null,
-    original_transaction_id: (meta.original_transaction_id as string | undefined) ?? null,
+    recipient_bank_name: outbound ? (row.recipient_bank_name ?? bankName(row.recipient_ispb)) : null,
+    original_transaction_id: row.original_transaction_id,
     returned_amount: row.kind === 'cash_out' ? row.returned_amount : null,
     reason_code: row.reason_code,
     updated_at: isoZ(row.updated_at),
@@ -78,7 +77,6 @@ export interface Holder {
  * the merchant, `institution` this institution (the merchant's side of the payment).
  */
 export function receipt(row: TransactionRow, holder: Holder, institution: { ispb: string; name: string }) {
-  const meta = row.metadata as Record<string, unknown>;
   const merchantSide = { name: holder.name, document: holder.document, ispb: institution.ispb, bank_name: institution.name, pix_key: null };
   const outbound = row.direction === 'outbound';
   const counterparty = outbound
@@ -86,7 +84,7 @@ export function receipt(row: TransactionRow, holder: Holder, institution: { ispb
         name: row.counterparty_name,
         document: row.recipient_document,
         ispb: row.recipient_ispb,
-        bank_name: (meta.recipient_bank_name as string | null | undefined) ?? bankName(row.recipient_ispb),
+        bank_name: row.recipient_bank_name ?? bankName(row.recipient_ispb),
         pix_key: row.recipient_key,
       }
     : { name: row.counterparty_name, document: row.payer_document, ispb: row.payer_ispb, bank_name: row.payer_bank_name, pix_key: null };

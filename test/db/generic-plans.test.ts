@@ -99,6 +99,7 @@ describe.skipIf(!url)('plans of the cash-out statements on postgres', () => {
       recipient_key_type: 'email',
       recipient_document: '52998224725',
       recipient_ispb: '18236120',
+      recipient_bank_name: null,
       request_fingerprint: 'f'.repeat(64),
       payer_name: 'Loja',
       payer_document: '11444777000161',

@@ -93,7 +93,8 @@ describe.each(BACKENDS)('migration 0850 over existing records on %s', (backend) 
       await insert('RET', 'payout_return', 'inbound', 1, null, 3, { return_code: 'MD06', original_transaction_id: 'HELD' });
       await insert('PIXIN', 'pix_in', 'inbound', 1, null, 3, { txid: 'T1', charge_unmatched_reason: 'unknown_txid' });
 
-      expect(await migrate(db, all)).toContain('0850_typed_state.sql');
+      // Up to 0850 only: 0860 moves the display copies this test expects to find left in metadata.
+      expect(await migrate(db, all.filter((m) => m.name < '0860'))).toContain('0850_typed_state.sql');
       const rows = await db.query(
         `SELECT transaction_id, limit_day_start, limit_night_start, payer_name, payer_document, resumable, held_at,
                 reason_code, reason, return_code, infraction_id, metadata

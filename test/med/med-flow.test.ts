@@ -140,7 +140,8 @@ describe.each(BACKENDS)('MED flow on %s', (backend) => {
     // While the return is in flight its money stays blocked.
     const settled = await finalRecord(s, refundId);
     expect(settled).toMatchObject({ kind: 'med_refund', direction: 'outbound', type: 'pix', status: 1, payment_status: 'settled', amount: 850_000, counterparty_name: 'Carlos Pagador', recipient_document: '52998224725', recipient_ispb: '60746948' });
-    expect(settled).toMatchObject({ return_code: 'FR01', infraction_id: id, metadata: { original_transaction_id: original.transaction_id } });
+    const originalRow = await txRow(s.ctx.db, original.transaction_id);
+    expect(settled).toMatchObject({ return_code: 'FR01', infraction_id: id, original_id: originalRow.id, recipient_bank_name: originalRow.payer_bank_name, metadata: {} });
     expect(await balances(s.ctx.db, m.accountId)).toEqual({ available: 0, blocked: 0, pending: 0 });
     expect(await ledgerOf(s.ctx.db, refundId)).toEqual([
       ['med_refund_settle', `account:${m.accountId}:blocked`, -850_000],

@@ -66,7 +66,7 @@ function operatorEffects(ops: Op[], rows: TxRow[], infractions: { id: string; de
   }
   for (const r of rows) {
     if (r.kind !== 'payout_return') continue;
-    const original = r.metadata?.original_transaction_id as string | undefined;
+    const original = r.original_transaction_id ?? (r.metadata?.original_transaction_id as string | undefined);
     // The answer may name the return (when credited at once) or only the payout (the path's transaction_id).
     effects.push({ what: `payout_return ${r.transaction_id} of ${original ?? '?'}`, key: named.has(`write|${r.transaction_id}`) ? `write|${r.transaction_id}` : `write|${original}` });
   }

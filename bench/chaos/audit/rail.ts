@@ -51,7 +51,7 @@ export async function railVsPixgate(q: Q, rows: TxRow[], add: Add, figures: Reco
   const byId = new Map(rows.map((r) => [r.id ?? '', r]));
   for (const r of rows) {
     if (r.kind !== 'payout_return') continue;
-    const originalTid = r.metadata?.original_transaction_id as string | undefined;
+    const originalTid = r.original_transaction_id ?? (r.metadata?.original_transaction_id as string | undefined);
     const original = (originalTid ? byTid.get(originalTid) : undefined) ?? byId.get(r.original_id ?? '');
     if (!original || (original.payment_status !== 'settled' && original.payment_status !== 'returned')) {
       add('return_of_unsettled', `payout_return ${r.transaction_id} credits a return of ${originalTid ?? '?'}, which is ${original ? original.payment_status : 'missing'} in pixgate`);

@@ -64,6 +64,8 @@ export interface TxRow {
   stage: number;
   /** A cash-out failed on a rail timeout that a repeat may send again (migration 0850). */
   resumable?: boolean;
+  /** The transaction_id of the row original_id points at (a refund's or a payout return's original; migration 0860). */
+  original_transaction_id?: string | null;
   metadata: any;
 }
 
@@ -78,8 +80,9 @@ export interface Records {
 
 export async function loadRecords(q: Q): Promise<Records> {
   const rows = await q<TxRow>(
-    `SELECT id::text, original_id::text, transaction_id, kind, account_id::text, amount::text, fee_amount::text, external_id, description, end_to_end_id, status, payment_status, stage, resumable, metadata
-       FROM transactions`,
+    `SELECT id::text, original_id::text, transaction_id, kind, account_id::text, amount::text, fee_amount::text, external_id, description, end_to_end_id, status, payment_status, stage, resumable, metadata,
+            (SELECT o.transaction_id FROM transactions o WHERE o.id = t.original_id) AS original_transaction_id
+       FROM transactions t`,
   );
   const byTid = new Map(rows.map((r) => [r.transaction_id, r]));
   const byE2e = new Map(rows.filter((r) => r.end_to_end_id).map((r) => [r.end_to_end_id!, r]));

@@ -143,7 +143,8 @@ function newRecord(
     request_fingerprint: cmd.fingerprint,
     payer_name: state.holder_name,
     payer_document: state.holder_document,
-    metadata: { recipient_bank_name: destination.bankName, txid: cmd.txid, emv: cmd.emv },
+    recipient_bank_name: destination.bankName,
+    metadata: { txid: cmd.txid, emv: cmd.emv },
     created_at: now,
     claim: item.key.claim ?? null,
   };

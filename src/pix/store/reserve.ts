@@ -20,6 +20,8 @@ export interface NewCashOut {
   recipient_key_type: string;
   recipient_document: string;
   recipient_ispb: string;
+  /** The receiver's bank as the directory named it. */
+  recipient_bank_name: string | null;
   request_fingerprint: string;
   /** The payer of the payment order: the account's holder. */
   payer_name: string;
@@ -35,7 +37,7 @@ const CASH_OUT_ITEMS = `items AS MATERIALIZED (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(
          n int, id uuid, account_id bigint, transaction_id text, end_to_end_id text, external_id text, amount bigint, fee_amount bigint,
          description text, counterparty_name text, recipient_key text, recipient_key_type text, recipient_document text,
-         recipient_ispb text, request_fingerprint text, payer_name text, payer_document text, metadata jsonb, created_at timestamptz, claim_id bigint, claim_token uuid))`;
+         recipient_ispb text, recipient_bank_name text, request_fingerprint text, payer_name text, payer_document text, metadata jsonb, created_at timestamptz, claim_id bigint, claim_token uuid))`;
 
 /**
  * The limit windows of a batch (`$2`, `cashOutWindowsJson`) as the writing statements take them.
@@ -67,11 +69,11 @@ function cashOutWrites(source: string): string {
      records AS (
        INSERT INTO transactions (id, transaction_id, account_id, kind, type, direction, status, payment_status, stage,
          end_to_end_id, external_id, amount, fee_amount, description, counterparty_name, recipient_key, recipient_key_type,
-         recipient_document, recipient_ispb, request_fingerprint, payer_name, payer_document, limit_day_start, limit_night_start,
+         recipient_document, recipient_ispb, recipient_bank_name, request_fingerprint, payer_name, payer_document, limit_day_start, limit_night_start,
          metadata, created_at)
        SELECT id, transaction_id, account_id, 'cash_out', 'pix', 'outbound', 2, 'processing', 1,
          end_to_end_id, external_id, amount, fee_amount, description, counterparty_name, recipient_key, recipient_key_type,
-         recipient_document, recipient_ispb, request_fingerprint, payer_name, payer_document,
+         recipient_document, recipient_ispb, recipient_bank_name, request_fingerprint, payer_name, payer_document,
          (SELECT start FROM windows WHERE kind = 'day'), (SELECT start FROM windows WHERE kind = 'night'), metadata, created_at
          FROM ${source} ORDER BY n
        RETURNING *),
