@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SimDirectory } from '../../src/rail/sim/directory.js';
 import { BACKENDS } from '../helpers/db.js';
 import { merchantWithKey, type MerchantFixture } from '../helpers/client.js';
 import { balances, foreignKey, SIM_FAST } from '../helpers/pix.js';
@@ -22,14 +23,15 @@ describe.each(BACKENDS)('a rail call that does not answer in time, on %s', (back
   it('answers 503 with Retry-After (not 500) when the key look-up times out, and the retry goes through', async () => {
     const key = await foreignKey(s);
     const before = await balances(s.ctx.db, m.accountId);
-    // The look-up hangs (assigned on the adapter, behind the deadline: see withDeadline).
-    const rail = s.ctx.rail as unknown as { lookupKey?: (key: string) => Promise<unknown> };
-    rail.lookupKey = () => new Promise(() => {});
+    // The simulator's directory look-up hangs (behind the deadline of withDeadline, which wraps
+    // the adapter's directory: the simulator's own method is the one to replace).
+    const own = SimDirectory.prototype.lookupKey;
+    SimDirectory.prototype.lookupKey = () => new Promise(() => {});
     let res;
     try {
       res = await m.client.post('/pix/cash-out', { amount: 500, pix_key: key }, { idempotencyKey: `rail-timeout-${backend}` });
     } finally {
-      delete rail.lookupKey;
+      SimDirectory.prototype.lookupKey = own;
     }
     expect(res.status).toBe(503);
     expect(res.headers.get('retry-after')).toBe('5');
