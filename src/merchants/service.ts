@@ -83,47 +83,7 @@ export async function deposit(
       if (!account) throw new DomainError('not_found', { message: 'account not found' });
       const earlier = await replay(tx);
       if (earlier) return earlier;
-      const now = clock.now();
-      const transactionId = newTransactionId(TX_PREFIX.deposit, now);
-      const record = await insertTransaction(tx, {
-        transaction_id: transactionId,
-        account_id: account.id,
-        kind: 'deposit',
-        type: 'internal',
-        direction: 'inbound',
-        status: TX_STATUS.completed,
-        stage: 3,
-        amount,
-        description: input.description ?? 'Deposit',
-        counterparty_name: 'Operator deposit',
-        created_at: now,
-        completed_at: now,
-      });
-      if (key !== undefined) await repo.insertDepositKey(tx, { accountId: account.id, key, fingerprint, transactionId });
-      // The credit primitive also tops up the account's short MED blocks.
-      await post(tx, {
-        kind: 'deposit',
-        reference: record.transaction_id,
-        now,
-        postings: [
-          { book: INSTITUTION_BOOK.funding, amount: -amount },
-          { book: { accountId: account.id, book: 'available' }, amount },
-        ],
-      });
-      await emitEvent(tx, {
-        event: 'account.deposit.completed',
-        merchantId: account.merchant_id,
-        accountId: account.id,
-        subject: record.transaction_id,
-        payload: {
-          transaction_id: record.transaction_id,
-          account_id: account.id,
-          amount,
-          description: record.description,
-          completed_at: isoZ(now),
-        },
-      });
-      return { transactionId: record.transaction_id, amount, replayed: false };
+      return writeDeposit(tx, account, clock.now(), { amount, description: input.description, key, fingerprint });
     });
   } catch (err) {
     // A concurrent request with the same key committed first: answer its deposit.
@@ -133,4 +93,54 @@ export async function deposit(
     }
     throw err;
   }
+}
+
+/** The deposit's writes in its transaction: the statement record, the key, the ledger credit, the event. */
+async function writeDeposit(
+  tx: Sql,
+  account: { id: number; merchant_id: number },
+  now: Date,
+  input: { amount: number; description: string | undefined; key: string | undefined; fingerprint: string },
+): Promise<DepositResult> {
+  const { amount, key, fingerprint } = input;
+  const transactionId = newTransactionId(TX_PREFIX.deposit, now);
+  const record = await insertTransaction(tx, {
+    transaction_id: transactionId,
+    account_id: account.id,
+    kind: 'deposit',
+    type: 'internal',
+    direction: 'inbound',
+    status: TX_STATUS.completed,
+    stage: 3,
+    amount,
+    description: input.description ?? 'Deposit',
+    counterparty_name: 'Operator deposit',
+    created_at: now,
+    completed_at: now,
+  });
+  if (key !== undefined) await repo.insertDepositKey(tx, { accountId: account.id, key, fingerprint, transactionId });
+  // The credit primitive also tops up the account's short MED blocks.
+  await post(tx, {
+    kind: 'deposit',
+    reference: record.transaction_id,
+    now,
+    postings: [
+      { book: INSTITUTION_BOOK.funding, amount: -amount },
+      { book: { accountId: account.id, book: 'available' }, amount },
+    ],
+  });
+  await emitEvent(tx, {
+    event: 'account.deposit.completed',
+    merchantId: account.merchant_id,
+    accountId: account.id,
+    subject: record.transaction_id,
+    payload: {
+      transaction_id: record.transaction_id,
+      account_id: account.id,
+      amount,
+      description: record.description,
+      completed_at: isoZ(now),
+    },
+  });
+  return { transactionId: record.transaction_id, amount, replayed: false };
 }
