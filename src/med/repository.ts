@@ -132,25 +132,6 @@ export async function hasOpenInfraction(sql: Sql, originalId: string): Promise<b
   return rows.length > 0;
 }
 
-/** Whether an account has open infractions whose block is short of their amount (no lock). */
-export async function hasShortBlocks(sql: Sql, accountId: number): Promise<boolean> {
-  const rows = await sql.query(
-    `SELECT 1 FROM med_infractions WHERE account_id = $1 AND status IN ('OPEN', 'defense_submitted') AND blocked_amount < amount LIMIT 1`,
-    [accountId],
-  );
-  return rows.length > 0;
-}
-
-/** Locks the account's open infractions whose block is short, oldest first. */
-export async function lockShortBlocks(tx: Sql, accountId: number): Promise<{ id: string; amount: number; blocked_amount: number }[]> {
-  return tx.query(
-    `SELECT id, amount, blocked_amount FROM med_infractions
-      WHERE account_id = $1 AND status IN ('OPEN', 'defense_submitted') AND blocked_amount < amount
-      ORDER BY created_at, id FOR UPDATE`,
-    [accountId],
-  );
-}
-
 export interface InfractionChange {
   status?: MedStatus;
   decision?: InfractionDecision;
