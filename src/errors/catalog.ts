@@ -91,9 +91,6 @@ export class DomainError extends Error {
   }
 }
 
-export function domainError(code: ErrorCode, options: DomainErrorOptions = {}): DomainError {
-  return new DomainError(code, options);
-}
 
 /** bad_request with a field map (`{amount: ['is required']}`). */
 export function invalidFields(fields: FieldMap): DomainError {

@@ -1,4 +1,4 @@
-import { DomainError, ERROR_CATALOG, type ErrorCode } from '../errors/catalog.js';
+import { DomainError, type ErrorCode } from '../errors/catalog.js';
 import { HttpError } from './errors.js';
 
 /** The one status of each code of the catalog (src/errors/catalog.ts). */
@@ -44,9 +44,6 @@ export const ERROR_STATUS = {
  */
 export type ErrorShape = 'operation' | 'business' | 'business_worked';
 
-export function statusOf(code: ErrorCode): number {
-  return ERROR_STATUS[code];
-}
 
 /**
  * Codes whose answer has one wire form whatever the route's shape (the spec fixes it):
@@ -57,6 +54,11 @@ const CODE_BODY: Partial<Record<ErrorCode, (err: DomainError) => unknown>> = {
   webhook_url_refused: (err) => ({ worked: false, detail: err.detail }),
   invalid_events: (err) => ({ errors: { events: [err.message] } }),
 };
+
+/** The one status of `code`. */
+export function statusOf(code: ErrorCode): number {
+  return ERROR_STATUS[code];
+}
 
 /** The answer of a DomainError in the shape of the API that was called. */
 export function domainErrorToHttp(err: DomainError, shape: ErrorShape = 'business'): HttpError {
@@ -74,7 +76,6 @@ export function domainErrorToHttp(err: DomainError, shape: ErrorShape = 'busines
   return new HttpError(status, body);
 }
 
-export { ERROR_CATALOG };
 
 /**
  * The HTTP answer of a refusal, for edge code that shows or inspects one itself (the portal's

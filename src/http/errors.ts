@@ -121,28 +121,3 @@ export function serviceUnavailable(message: string = SERVICE_UNAVAILABLE_MESSAGE
 export function internalError(requestId: string): HttpError {
   return businessError(500, 'internal_error', `Internal server error (request ${requestId})`);
 }
-
-/**
- * An operation's closed catalog of business errors (cash-out, TEF), every answer in one body:
- *
- *   {worked: false, errors: {<code>: <message>}, code: <code>, detail: <specific explanation>}
- *
- * `error(code)` builds one (options: `message` replaces the catalog message, `extra` adds fields
- * before `errors`); `badRequest(fields)` is the 400 whose `errors.bad_request` is a field map.
- */
-export function businessErrorCatalog<C extends Record<string, { status: number; message: string }>>(catalog: C) {
-  return {
-    catalog,
-    error(code: keyof C & string, options: { detail?: string; message?: string; extra?: Record<string, unknown> } = {}): HttpError {
-      const { status } = catalog[code]!;
-      const message = options.message ?? catalog[code]!.message;
-      return new HttpError(status, { worked: false, ...options.extra, errors: { [code]: message }, code, detail: options.detail ?? message });
-    },
-    badRequest(fields: FieldMap): HttpError {
-      const detail = Object.entries(fields)
-        .map(([field, messages]) => `${field} ${messages.join(', ')}`)
-        .join('; ');
-      return new HttpError(400, { worked: false, errors: { bad_request: fields }, code: 'bad_request', detail });
-    },
-  };
-}

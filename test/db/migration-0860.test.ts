@@ -1,11 +1,6 @@
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import type { Database } from '../../src/db/db.js';
 import { loadMigrations, migrate } from '../../src/db/migrate.js';
-import { openPglite } from '../../src/db/pglite.js';
-import { openPostgres } from '../../src/db/postgres.js';
-import { BACKENDS, type Backend } from '../helpers/db.js';
+import { BACKENDS, openEmptyDatabase } from '../helpers/db.js';
 
 /**
  * Migration 0860 on a database that already holds records written the old way (after 0850): what
@@ -15,33 +10,9 @@ import { BACKENDS, type Backend } from '../helpers/db.js';
  * `metadata` keeps what the merchant or the payer supplied. The new CHECKs bind new writes.
  */
 
-async function openEmpty(backend: Backend): Promise<{ db: Database; close: () => Promise<void> }> {
-  if (backend === 'pglite') {
-    const db = await openPglite({ dataDir: 'memory://' });
-    return { db, close: () => db.close() };
-  }
-  const url = process.env.TEST_DATABASE_URL!;
-  const schema = `t_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: url });
-  await admin.connect();
-  await admin.query(`CREATE SCHEMA ${schema}`);
-  await admin.end();
-  const db = await openPostgres({ url, schema, max: 2 });
-  return {
-    db,
-    close: async () => {
-      await db.close();
-      const c = new pg.Client({ connectionString: url });
-      await c.connect();
-      await c.query(`DROP SCHEMA ${schema} CASCADE`);
-      await c.end();
-    },
-  };
-}
-
 describe.each(BACKENDS)('migration 0860 over existing records on %s', (backend) => {
   it('moves what pixgate wrote into metadata to typed columns or to the rows that hold it, and keeps what the merchant supplied', async () => {
-    const { db, close } = await openEmpty(backend);
+    const { db, close } = await openEmptyDatabase(backend);
     try {
       const all = loadMigrations();
       await migrate(db, all.filter((m) => m.name < '0860'));

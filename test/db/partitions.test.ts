@@ -1,44 +1,17 @@
-import { randomBytes, randomUUID } from 'node:crypto';
-import pg from 'pg';
+import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/db.js';
 import { loadMigrations, migrate } from '../../src/db/migrate.js';
 import { dayStart, partitionName } from '../../src/db/partitions.js';
-import { openPglite } from '../../src/db/pglite.js';
-import { openPostgres } from '../../src/db/postgres.js';
 import { dropOldEventPartitions, ensureEventPartitions, EVENT_PARTITIONS, PARTITION_DAYS_AHEAD } from '../../src/retention/partitions.js';
 import { runRetention } from '../../src/retention/retention.js';
 import { dispatchOutbox, recordAttempts } from '../../src/webhooks/repository.js';
-import { BACKENDS, type Backend, openTestDatabase, secondHandle } from '../helpers/db.js';
+import { BACKENDS, openEmptyDatabase, openTestDatabase, secondHandle } from '../helpers/db.js';
 import { parseConfig } from '../../src/config.js';
 
 /** Issue 25 item 5: outbox events, webhook deliveries and attempts partitioned by day (migration 0800). */
 
 const DAY_MS = 86_400_000;
-
-async function openEmpty(backend: Backend): Promise<{ db: Database; close: () => Promise<void> }> {
-  if (backend === 'pglite') {
-    const db = await openPglite({ dataDir: 'memory://' });
-    return { db, close: () => db.close() };
-  }
-  const url = process.env.TEST_DATABASE_URL!;
-  const schema = `t_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: url });
-  await admin.connect();
-  await admin.query(`CREATE SCHEMA ${schema}`);
-  await admin.end();
-  const db = await openPostgres({ url, schema, max: 2 });
-  return {
-    db,
-    close: async () => {
-      await db.close();
-      const c = new pg.Client({ connectionString: url });
-      await c.connect();
-      await c.query(`DROP SCHEMA ${schema} CASCADE`);
-      await c.end();
-    },
-  };
-}
 
 async function whereIs(db: Database, table: string, where: string, params: unknown[]): Promise<string[]> {
   const rows = await db.query<{ t: string }>(`SELECT tableoid::regclass::text AS t FROM ${table} WHERE ${where}`, params);
@@ -82,7 +55,7 @@ async function deliveredEvent(db: Database, merchantId: number, at: Date, outcom
 
 describe.each(BACKENDS)('daily partitions of the outbox on %s', (backend) => {
   it('migration 0800 turns the three tables into partitioned ones, moving rows with their ids and every reference', async () => {
-    const t = await openEmpty(backend);
+    const t = await openEmptyDatabase(backend);
     try {
       const all = loadMigrations();
       await migrate(t.db, all.filter((m) => m.name < '0800'));

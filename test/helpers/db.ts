@@ -106,6 +106,26 @@ export async function createTestSchema(schema: string): Promise<ReturnType<typeo
   return { ...schemaAccess(schema), drop: () => dropTestSchema(schema) };
 }
 
+/**
+ * An empty database with no migration applied (migration tests apply some, write old-style rows,
+ * then apply the rest): in-memory PGlite, or a fresh PostgreSQL schema that `close` drops.
+ */
+export async function openEmptyDatabase(backend: Backend, options: { max?: number } = {}): Promise<{ db: Database; close: () => Promise<void> }> {
+  if (backend === 'pglite') {
+    const db = await openPglite({ dataDir: 'memory://' });
+    return { db, close: () => db.close() };
+  }
+  const access = await createTestSchema(`t_${randomBytes(6).toString('hex')}`);
+  const db = await access.open({ max: options.max ?? 2 });
+  return {
+    db,
+    close: async () => {
+      await db.close();
+      await access.drop();
+    },
+  };
+}
+
 export async function dropTestSchema(schema: string): Promise<void> {
   const c = new pg.Client({ connectionString: adminUrl() });
   await c.connect();
