@@ -9,6 +9,7 @@
 #   PORT=8080           the server's port (the README's default; set another when 8080 is taken)
 #   RECEIVER_PORT=3000  the webhook receiver's port (the README's http://localhost:3000/webhooks)
 #   KEEP=1              keep the clone (printed) instead of deleting it
+#   COLD_CACHE=1        npm ci with an empty npm cache (every package downloaded), as on a new machine
 set -euo pipefail
 
 repo=${1:-$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel)}
@@ -40,8 +41,9 @@ cd "$work/pixgate"
 echo "clone                 $(since "$t0") s"
 
 t=$(now)
+if [[ "${COLD_CACHE:-}" == 1 ]]; then export npm_config_cache="$work/npm-cache"; fi
 npm ci >"$work/npm-ci.log" 2>&1 || { tail -30 "$work/npm-ci.log"; exit 1; }
-echo "npm ci                $(since "$t") s"
+echo "npm ci                $(since "$t") s$([[ "${COLD_CACHE:-}" == 1 ]] && echo " (empty npm cache)" || echo " (npm cache as found)")"
 
 # npm start in its own process group (stopped as a group at the end), its data in ./data as the README says.
 t=$(now)
