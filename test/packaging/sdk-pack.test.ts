@@ -5,7 +5,7 @@
  * request signs. Its declarations type-check in a project with no Node.js types (DOM only).
  */
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -27,8 +27,15 @@ interface Packed {
 let packed: Packed;
 
 beforeAll(async () => {
-  // npm pack runs the SDK's prepack (tsc: JavaScript and declarations) first.
-  const { stdout } = await exec(npm, ['pack', '--json', '--pack-destination', work], { cwd: sdkDir, maxBuffer: 1 << 24 });
+  // npm pack runs the SDK's prepack (tsc: JavaScript and declarations) first. It packs a copy of
+  // packages/sdk (its package.json, tsconfig, sources, README and LICENSE; typescript linked from
+  // the repository), so the build does not rewrite packages/sdk/dist under the servers and CLIs
+  // other test files run from it meanwhile.
+  const copy = join(work, 'sdk');
+  for (const entry of ['package.json', 'tsconfig.json', 'README.md', 'LICENSE', 'src']) cpSync(join(sdkDir, entry), join(copy, entry), { recursive: true });
+  mkdirSync(join(copy, 'node_modules', '.bin'), { recursive: true });
+  symlinkSync(join(packageRoot, 'node_modules', 'typescript', 'bin', 'tsc'), join(copy, 'node_modules', '.bin', 'tsc'));
+  const { stdout } = await exec(npm, ['pack', '--json', '--pack-destination', work], { cwd: copy, maxBuffer: 1 << 24 });
   packed = (JSON.parse(stdout) as Packed[])[0]!;
   mkdirSync(app);
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'empty-app', version: '1.0.0', private: true, type: 'module' }));
