@@ -5,7 +5,8 @@
  * cash-out to maria@example.com succeed (the demo seed registers that key), and both payouts'
  * `pix.payout.confirmed` arrive verified. Only the receiver's port differs from the README's
  * (3000 may be taken on the test machine). A key nobody registered answers the spec's
- * `destination_not_found` with a detail that says how to register it in the sandbox.
+ * `destination_not_found` with a detail that says how to register it in the sandbox (local mode
+ * only; elsewhere the detail names the key).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -19,6 +20,8 @@ import type { CliIo } from '../src/cli/io.js';
 import { parseConfig } from '../src/config.js';
 import { packageRoot } from '../src/lib/paths.js';
 import { startServer, type RunningServer } from '../src/server.js';
+import { merchantWithKey } from './helpers/client.js';
+import { startTestServer } from './helpers/server.js';
 
 /** The `npm run pixgate -- …` lines of the README's quick start, as argument lists (single quotes as the shell reads them). */
 function quickStartCommands(): string[][] {
@@ -119,5 +122,17 @@ describe('README quick start on a fresh local server', () => {
     expect(body.detail).toContain('PIX key nobody@example.com is not registered in the directory');
     expect(body.detail).toContain(`${server.url}/api/sandbox/dict/keys`);
     expect(body.detail).toContain('"key":"nobody@example.com","type":"email"');
+  });
+
+  it('outside local mode the detail names the key only (no sandbox instructions)', async () => {
+    const s = await startTestServer({ env: { APP_ENV: 'homologation' } });
+    try {
+      const m = await merchantWithKey(s);
+      const res = await m.client.post('/pix/cash-out', { amount: 100, pix_key: 'nobody@example.com', pix_key_type: 'email' }, { sign: 'v2' });
+      expect(res.status).toBe(422);
+      expect(res.body).toEqual({ worked: false, errors: { destination_not_found: 'Key not registered in the directory' }, code: 'destination_not_found', detail: 'PIX key nobody@example.com is not registered in the directory' });
+    } finally {
+      await s.close();
+    }
   });
 });
