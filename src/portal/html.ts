@@ -1,3 +1,5 @@
+import { formatBrl } from './i18n.js';
+
 /**
  * Server-side HTML for the merchant portal: a tagged template that escapes every interpolated
  * value unless it is already `Html` (built by this module), so a value can only reach the page as
@@ -31,14 +33,10 @@ export function html(strings: TemplateStringsArray, ...values: Value[]): Html {
   return new Html(out);
 }
 
-/** Base units (cents × 100) as `R$ 1.234,56` (rounded down to the cent). */
+/** Base units (cents × 100) as `R$ 1.234,56` (rounded toward zero to the cent; i18n.ts formatBrl). */
 export function brl(baseUnits: number | null | undefined): string {
   if (baseUnits === null || baseUnits === undefined) return '';
-  const cents = Math.trunc(baseUnits / 100);
-  const negative = cents < 0;
-  const abs = Math.abs(cents);
-  const whole = String(Math.trunc(abs / 100)).replace(/\B(?=(\d{3})+(?!\d))/g, '.');
-  return `${negative ? '−' : ''}R$ ${whole},${String(abs % 100).padStart(2, '0')}`;
+  return formatBrl(baseUnits);
 }
 
 /** An ISO date as `2026-11-23 09:15 UTC`. */
@@ -100,5 +98,7 @@ fieldset{border:1px solid var(--line);border-radius:6px}legend{font-weight:600}
 img.qr{width:240px;height:240px;image-rendering:pixelated;border:1px solid var(--line)}
 pre{white-space:pre-wrap;word-break:break-all;background:#f6f8fa;padding:.5rem;border-radius:6px;font-size:.85rem;max-height:16rem;overflow:auto}
 .login{max-width:420px;margin:8vh auto}
+.lang{display:flex;gap:.6rem}.lang a{color:#c9d1d9;font-size:.9rem}.lang a[aria-current]{color:#fff;font-weight:650;text-decoration:none}
+footer{max-width:1100px;margin:0 auto;padding:.5rem 1rem 1.5rem;font-size:.85rem}
 @media (max-width:600px){main{padding:.6rem}.hide-sm{display:none}h1{font-size:1.2rem}}
 `;

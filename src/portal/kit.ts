@@ -10,6 +10,8 @@ import { one, type Form } from './formBody.js';
 import { claimForm, completeForm, FORM_FIELD, isFormId, newFormId, recordedOutcome, recordOutcome, type FormOutcome } from './forms.js';
 import { html, Html } from './html.js';
 import { can, setFlash, type PortalSession } from './session.js';
+import { LOCALES, type Locale, type PortalLocale } from './i18n.js';
+import { common } from './messages.js';
 
 /**
  * What every page of the portal shares (docs/portal.md): the page frame with its navigation, the
@@ -20,12 +22,14 @@ import { can, setFlash, type PortalSession } from './session.js';
 declare module 'fastify' {
   interface FastifyRequest {
     portal: PortalSession | null;
+    /** The request's language and time zone (src/portal/i18n.ts), set before every portal page. */
+    i18n: PortalLocale;
   }
 }
 
 interface NavItem {
   path: string;
-  label: string;
+  label: 'navBalance' | 'navStatement' | 'navCharge' | 'navTef' | 'navWebhooks' | 'navMed' | 'navSandbox';
   /** The page opens with this permission, or with any of these. */
   permission: Permission | readonly Permission[];
 }
@@ -47,12 +51,12 @@ export type SandboxForm = keyof typeof SANDBOX_PERMISSION;
 export const SANDBOX_PERMISSIONS = [...new Set(Object.values(SANDBOX_PERMISSION))];
 
 const NAV: NavItem[] = [
-  { path: '/portal/balance', label: 'Balance', permission: 'account:read' },
-  { path: '/portal/statement', label: 'Statement', permission: 'statement:read' },
-  { path: '/portal/charges', label: 'Charge', permission: 'pix:write' },
-  { path: '/portal/tef', label: 'Transfer (TEF)', permission: 'transfer:write' },
-  { path: '/portal/webhooks', label: 'Webhooks', permission: 'account:read' },
-  { path: '/portal/med', label: 'MED', permission: 'payment:read' },
+  { path: '/portal/balance', label: 'navBalance', permission: 'account:read' },
+  { path: '/portal/statement', label: 'navStatement', permission: 'statement:read' },
+  { path: '/portal/charges', label: 'navCharge', permission: 'pix:write' },
+  { path: '/portal/tef', label: 'navTef', permission: 'transfer:write' },
+  { path: '/portal/webhooks', label: 'navWebhooks', permission: 'account:read' },
+  { path: '/portal/med', label: 'navMed', permission: 'payment:read' },
 ];
 
 export function badge(status: string | null | undefined): Html {
@@ -116,27 +120,42 @@ export interface Portal {
   action(req: FastifyRequest, reply: FastifyReply, back: string, run: (form: FormRun) => Promise<ActionDone>): Promise<FastifyReply>;
 }
 
+const LANGUAGE_NAMES: Record<Locale, string> = { 'pt-BR': 'Português', en: 'English' };
+
+/**
+ * The language switch: a link per language to /portal/language (which sets the cookie and comes
+ * back to this page), each named in its own language; the current one marked.
+ */
+function languageSwitch(req: FastifyRequest): Html {
+  const back = req.url.length <= 1024 && req.method === 'GET' ? req.url : '/portal';
+  return html`<span class="lang" role="group" aria-label="${common(req.i18n).language}">${LOCALES.map(
+    (l) =>
+      html`<a href="/portal/language?to=${l}&amp;next=${encodeURIComponent(back)}" lang="${l}" hreflang="${l}"${l === req.i18n.locale ? html` aria-current="true"` : ''}>${LANGUAGE_NAMES[l]}</a>`,
+  )}</span>`;
+}
+
 /** The portal's shared parts; `withSandbox` adds the sandbox panel to the navigation. */
 export function portalKit(ctx: AppContext, withSandbox: boolean): Portal {
-  const nav: NavItem[] = withSandbox ? [...NAV, { path: '/portal/sandbox', label: 'Sandbox', permission: SANDBOX_PERMISSIONS }] : NAV;
+  const nav: NavItem[] = withSandbox ? [...NAV, { path: '/portal/sandbox', label: 'navSandbox', permission: SANDBOX_PERMISSIONS }] : NAV;
   const opens = (s: PortalSession, n: NavItem) => (typeof n.permission === 'string' ? can(s, n.permission) : n.permission.some((p) => can(s, p)));
 
   const layout = (req: FastifyRequest, title: string, body: Html, current = ''): string => {
     const s = req.portal;
+    const m = common(req.i18n);
     const links = s ? nav.filter((n) => opens(s, n)) : [];
     return html`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title} · pixgate portal</title><link rel="stylesheet" href="/portal/assets/portal.css"></head>
-<body><a class="skip" href="#main">Skip to content</a>
-<header><a class="brand" href="/portal">pixgate · merchant portal</a>${
+<html lang="${req.i18n.locale}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${m.pageTitle(title)}</title><link rel="stylesheet" href="/portal/assets/portal.css"></head>
+<body><a class="skip" href="#main">${m.skip}</a>
+<header><a class="brand" href="/portal">${m.brand}</a>${languageSwitch(req)}${
       s
-        ? html`<span class="muted mono" title="API key">${s.key.client_id} · account ${s.accountId}</span>
-<form method="post" action="/portal/logout"><input type="hidden" name="_csrf" value="${s.csrf}"><button type="submit">Sign out</button></form>`
+        ? html`<span class="muted mono who" title="${m.apiKey}">${s.key.client_id} · ${m.account(s.accountId)}</span>
+<form method="post" action="/portal/logout"><input type="hidden" name="_csrf" value="${s.csrf}"><button type="submit">${m.signOut}</button></form>`
         : ''
     }</header>
-${links.length ? html`<nav aria-label="Portal">${links.map((n) => html`<a href="${n.path}"${n.path === current ? html` aria-current="page"` : ''}>${n.label}</a>`)}</nav>` : ''}
+${links.length ? html`<nav aria-label="Portal">${links.map((n) => html`<a href="${n.path}"${n.path === current ? html` aria-current="page"` : ''}>${m[n.label]}</a>`)}</nav>` : ''}
 <main id="main">${s?.flash ? html`<div class="flash ${s.flash.kind}" role="${s.flash.kind === 'error' ? 'alert' : 'status'}">${s.flash.text}</div>` : ''}
-<h1>${title}</h1>${body}</main></body></html>`.text;
+<h1>${title}</h1>${body}</main><footer class="muted">${m.timesIn(req.i18n.timeZone)}</footer></body></html>`.text;
   };
 
   const page = (reply: FastifyReply, text: string, status = 200) => reply.code(status).type('text/html; charset=utf-8').send(text);
@@ -149,7 +168,7 @@ ${links.length ? html`<nav aria-label="Portal">${links.map((n) => html`<a href="
       html`<input type="hidden" name="_csrf" value="${req.portal!.csrf}"><input type="hidden" name="${FORM_FIELD}" value="${newFormId()}">`,
     page,
     forbidden: (req, reply, permission) =>
-      page(reply, layout(req, 'Not permitted', html`<p>This API key does not have the permission <code>${permission}</code>.</p>`), 403),
+      page(reply, layout(req, common(req.i18n).notPermitted, html`<p>${common(req.i18n).notPermittedText(permission)}</p>`), 403),
     clientIp: (req) => resolveClientIp(req.socket.remoteAddress ?? '', req.headers['x-forwarded-for'], ctx.config.trustedProxies),
     principalOf: (s) => ({
       clientId: s.key.client_id,
@@ -169,12 +188,12 @@ async function runAction(portal: Portal, req: FastifyRequest, reply: FastifyRepl
   const s = req.portal!;
   const formId = one(req.body as Form, FORM_FIELD);
   if (!isFormId(formId)) {
-    return page(reply, layout(req, 'Refused', html`<p>The form was out of date (it carries no one-time id). Go back, reload the page and try again.</p>`), 400);
+    return page(reply, layout(req, common(req.i18n).refused, html`<p>${common(req.i18n).noFormId}</p>`), 400);
   }
   const scopePath = idempotencyScopePath(req);
   const claimed = await claimForm(ctx.idempotency, { merchantId: s.key.merchant_id, method: 'POST', path: scopePath, key: formId });
   if (claimed.kind === 'busy') {
-    return page(reply, layout(req, 'Still running', html`<p>This form is still being processed. Look at the statement before sending it again.</p>`), 409);
+    return page(reply, layout(req, common(req.i18n).stillRunning, html`<p>${common(req.i18n).stillRunningText}</p>`), 409);
   }
   const refusal = (err: unknown): FormOutcome => ({ kind: 'error', text: errorText(err), redirect: back });
   let outcome: FormOutcome;
