@@ -25,6 +25,9 @@ const SWEEP_LIMIT = 100;
 export const KEY_EVENTS = ['api_key.created', 'api_key.rotated', 'api_key.rotation_completed', 'api_key.revoked'] as const;
 export type KeyEvent = (typeof KEY_EVENTS)[number];
 
+/** Records the caller's own outcome (a portal form's) in the change's transaction. */
+type RecordOutcome = (tx: Sql) => Promise<void>;
+
 export interface KeyDeps {
   db: Database;
   clock: Clock;
@@ -57,10 +60,11 @@ async function announce(tx: Sql, event: KeyEvent, key: ApiKeyRow, actor: Actor, 
 }
 
 /** A new key of the merchant; its secret exists only in the returned value (shown once). */
-export async function createKey(deps: KeyDeps, actor: Actor, input: CreateApiKeyInput): Promise<{ key: ApiKeyRow; clientSecret: string }> {
+export async function createKey(deps: KeyDeps, actor: Actor, input: CreateApiKeyInput & { record?: RecordOutcome }): Promise<{ key: ApiKeyRow; clientSecret: string }> {
   return deps.db.transaction(async (tx) => {
     const created = await insertApiKey(tx, input);
     await announce(tx, 'api_key.created', created.key, actor, deps.clock.now());
+    await input.record?.(tx);
     return created;
   });
 }
@@ -86,6 +90,7 @@ export async function rotateKey(
   merchantId: number,
   clientId: string,
   graceSeconds: number = DEFAULT_GRACE_SECONDS,
+  record?: RecordOutcome,
 ): Promise<{ key: ApiKeyRow; clientSecret: string }> {
   if (!Number.isInteger(graceSeconds) || graceSeconds < 0 || graceSeconds > MAX_GRACE_SECONDS) {
     throw new DomainError('unprocessable_entity', { fields: { grace_seconds: [`must be a whole number of seconds from 0 to ${MAX_GRACE_SECONDS}`] } });
@@ -102,6 +107,7 @@ export async function rotateKey(
       [clientId, secretDigest(clientSecret), graceEnd ? old.secret_hash : null, graceEnd, now],
     );
     await announce(tx, 'api_key.rotated', key!, actor, now, { grace_seconds: graceSeconds });
+    await record?.(tx);
     return { key: key!, clientSecret };
   });
 }

@@ -5,6 +5,7 @@ import { one, type Form } from '../formBody.js';
 import { html } from '../html.js';
 import type { Portal } from '../kit.js';
 import { createSession, endSession } from '../session.js';
+import { teamText } from './teamText.js';
 
 /** The spec's limit for merchant authentication endpoints: sign-in attempts per minute per address. */
 export const PORTAL_SIGN_IN_PER_MINUTE = 5;
@@ -15,6 +16,7 @@ const WHY: Record<string, string> = {
   key: 'The API key of your session is no longer valid.',
   ip: 'Your address is not in the API key’s IP whitelist.',
   inactive: 'The account is not active.',
+  member: 'Your membership was removed or changed; sign in again.',
 };
 
 /** Sign-in with an API key, sign-out, and the home page (the first page the key opens). */
@@ -31,7 +33,8 @@ ${message ? html`<div class="flash error" role="alert">${message}</div>` : ''}
 <label>Client ID <input name="client_id" autocomplete="username" required maxlength="100" spellcheck="false"></label>
 <label>Client secret <input name="client_secret" type="password" autocomplete="current-password" required maxlength="200"></label>
 <button type="submit">Sign in</button></form>
-<p class="muted">Use an API key of your account. Its IP whitelist and permissions apply here as in the API.</p></div>`,
+<p class="muted">Use an API key of your account. Its IP whitelist and permissions apply here as in the API.</p>
+<p><a href="/portal/signin">${teamText(req.i18n).useEmailInstead}</a></p></div>`,
     );
 
   app.get('/portal/login', async (req, reply) => {

@@ -6,6 +6,7 @@ import { brl, html, parseReais } from '../html.js';
 import type { Portal } from '../kit.js';
 import { portalRefusal } from '../refusal.js';
 import { can } from '../session.js';
+import { stepUpRequired } from '../stepUp.js';
 
 /** A transfer between accounts of this institution (TEF): the form and its action. */
 export function tefPages(app: FastifyInstance, portal: Portal) {
@@ -30,6 +31,8 @@ export function tefPages(app: FastifyInstance, portal: Portal) {
   app.post('/portal/tef', async (req, reply) => {
     const s = req.portal!;
     if (!can(s, 'transfer:write')) return forbidden(req, reply, 'transfer:write');
+    const stepUp = stepUpRequired(portal, req, reply, '/portal/tef'); // moving money out: sensitive
+    if (stepUp) return stepUp;
     const f = req.body as Form;
     const done = (body: TefResponse) => `Transferred ${brl(body.amount)} to ${body.recipient.name} (${body.transaction_id})`;
     return portal.action(req, reply, '/portal/tef', async (form) => {

@@ -9,6 +9,7 @@ import { createWebhook, deleteWebhook, resendDelivery, sendTestEvent } from '../
 import { many, one, opt, type Form } from '../formBody.js';
 import { html, when } from '../html.js';
 import { badge, type Portal } from '../kit.js';
+import { stepUpRequired } from '../stepUp.js';
 import { can, type PortalSession } from '../session.js';
 
 /** The webhooks the session's key sees: its merchant's, and only its account's for an account key. */
@@ -62,6 +63,8 @@ ${
   app.post('/portal/webhooks', async (req, reply) => {
     const s = req.portal!;
     if (!can(s, 'account:write')) return forbidden(req, reply, 'account:write');
+    const stepUp = stepUpRequired(portal, req, reply, '/portal/webhooks'); // a webhook secret: sensitive
+    if (stepUp) return stepUp;
     const f = req.body as Form;
     return portal.action(req, reply, '/portal/webhooks', async () => {
       const created = await createWebhook(ctx, { merchantId: s.key.merchant_id, accountId: s.key.account_id, clientId: s.key.client_id }, {
@@ -78,6 +81,8 @@ ${
   app.post<{ Params: { id: string } }>('/portal/webhooks/:id/delete', async (req, reply) => {
     const s = req.portal!;
     if (!can(s, 'account:write')) return forbidden(req, reply, 'account:write');
+    const stepUp = stepUpRequired(portal, req, reply, '/portal/webhooks');
+    if (stepUp) return stepUp;
     return portal.action(req, reply, '/portal/webhooks', async () => {
       if (!(await findOwnWebhook(ctx, s, req.params.id)) || !(await deleteWebhook(ctx, scopeOf(s), req.params.id))) throw new HttpError(404, { detail: 'webhook not found' });
       return 'Webhook deleted';
