@@ -127,8 +127,9 @@ ${codeForm(req, '/portal/account/totp', t.confirm, html`<input type="hidden" nam
       return page(reply, again(teamText(req.i18n).wrongCode), 422);
     }
     await secondFactorPassed(ctx, reply, s); // typing a code of the new factor is a second factor
-    if (!s.mfaPending) await setFlash(ctx.db, s, 'ok', teamText(req.i18n).enrolled);
-    return reply.redirect('/portal', 303);
+    if (s.mfaPending) return reply.redirect('/portal', 303);
+    await setFlash(ctx.db, s, 'ok', teamText(req.i18n).enrolled);
+    return reply.redirect(portal.firstPage(s) ?? '/portal/balance', 303); // not /portal: its redirect would spend the message
   });
 
   const stepUpPage = (req: FastifyRequest, next: string, message: string | null) => {
