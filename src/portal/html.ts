@@ -101,4 +101,6 @@ pre{white-space:pre-wrap;word-break:break-all;background:#f6f8fa;padding:.5rem;b
 .lang{display:flex;gap:.6rem}.lang a{color:#c9d1d9;font-size:.9rem}.lang a[aria-current]{color:#fff;font-weight:650;text-decoration:none}
 footer{max-width:1100px;margin:0 auto;padding:.5rem 1rem 1.5rem;font-size:.85rem}
 @media (max-width:600px){main{padding:.6rem}.hide-sm{display:none}h1{font-size:1.2rem}}
+@media (max-width:600px){table.cards thead{display:none}table.cards tr{display:block;border-bottom:1px solid var(--line);padding:.4rem 0}table.cards td{display:block;border:0;padding:.15rem .6rem}table.cards td[data-label]::before{content:attr(data-label);display:block;font-size:.78rem;color:var(--muted);font-weight:600}.scroll:has(table.cards){overflow:visible}}
+td form.inline{margin:.15rem 0}table.roles td.mono{white-space:nowrap}table.roles th,table.roles td{text-align:center}table.roles td.mono,table.roles th:first-child{text-align:left}
 `;

@@ -49,17 +49,17 @@ export function keyPages(app: FastifyInstance, portal: Portal) {
     const keys = await listKeys(ctx.db, s.key.merchant_id);
     const writable = can(s, 'keys:write');
     const rows = keys.map(
-      (k) => html`<tr data-client-id="${k.client_id}"><td>${k.name || '—'}</td><td class="mono">${k.client_id}</td>
-<td>${k.account_id === null ? t.allAccounts : t.account(k.account_id)}</td><td class="hide-sm">${k.permissions.join(', ')}</td>
-<td data-testid="last-used">${k.last_used_at ? html`${f.dateTime(k.last_used_at)}<br><span class="muted">${t.fromIp(k.last_used_ip ?? '')}</span>` : html`<span class="muted">${t.never}</span>`}</td>
-<td>${!k.active ? html`<span class="badge failed">${t.revoked}</span>` : k.previous_secret_expires_at ? html`<span class="badge pending">${t.rotating(f.dateTime(k.previous_secret_expires_at))}</span>` : html`<span class="badge completed">${t.active}</span>`}</td>
-<td>${writable && k.active ? actions(req, k.client_id) : ''}</td></tr>`,
+      (k) => html`<tr data-client-id="${k.client_id}"><td data-label="${t.name}">${k.name || '—'}</td><td data-label="${t.clientId}" class="mono">${k.client_id}</td>
+<td data-label="${t.scope}">${k.account_id === null ? t.allAccounts : t.account(k.account_id)}</td><td data-label="${t.permissions}" class="hide-sm">${k.permissions.join(', ')}</td>
+<td data-label="${t.lastUsed}" data-testid="last-used">${k.last_used_at ? html`${f.dateTime(k.last_used_at)}<br><span class="muted">${t.fromIp(k.last_used_ip ?? '')}</span>` : html`<span class="muted">${t.never}</span>`}</td>
+<td data-label="${t.status}">${!k.active ? html`<span class="badge failed">${t.revoked}</span>` : k.previous_secret_expires_at ? html`<span class="badge pending">${t.rotatingBadge}</span><br><span class="muted">${t.rotating(f.dateTime(k.previous_secret_expires_at))}</span>` : html`<span class="badge completed">${t.active}</span>`}</td>
+<td${writable && k.active ? html` data-label="${t.actions}"` : ''}>${writable && k.active ? actions(req, k.client_id) : ''}</td></tr>`,
     );
     return layout(
       req,
       t.title,
       html`<p class="muted">${t.intro}</p>
-${keys.length ? html`<div class="scroll"><table><thead><tr><th>${t.name}</th><th>${t.clientId}</th><th>${t.scope}</th><th class="hide-sm">${t.permissions}</th><th>${t.lastUsed}</th><th>${t.status}</th><th>${t.actions}</th></tr></thead><tbody>${rows}</tbody></table></div>` : html`<p>${t.none}</p>`}
+${keys.length ? html`<div class="scroll"><table class="cards"><thead><tr><th>${t.name}</th><th>${t.clientId}</th><th>${t.scope}</th><th class="hide-sm">${t.permissions}</th><th>${t.lastUsed}</th><th>${t.status}</th><th>${t.actions}</th></tr></thead><tbody>${rows}</tbody></table></div>` : html`<p>${t.none}</p>`}
 <p class="muted">${t.events}</p>
 ${writable ? createForm(req, problems, typed) : ''}`,
       '/portal/keys',

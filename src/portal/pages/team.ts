@@ -59,9 +59,9 @@ export function teamPages(app: FastifyInstance, portal: Portal) {
     const rows = members.map((m) => {
       const manage = writable && m.id !== me.id && mayManage(me.role, m.role, null);
       const grantable = ROLES.filter((r) => mayManage(me.role, m.role, r));
-      return html`<tr data-member="${m.email}"><td>${m.name || '—'}<br><span class="muted mono">${m.email}</span></td><td>${t.roleName(m.role)}</td>
-<td>${t.statusName(m.status)}</td><td>${m.totp_secret ? t.yes : t.no}</td>
-<td>${manage ? html`<form class="inline" method="post" action="/portal/team/${m.id}/role">${portal.csrfField(req)}<label>${t.role} <select name="role">${roleOptions(req, grantable, m.role)}</select></label><button type="submit" class="secondary">${t.changeRole}</button></form>
+      return html`<tr data-member="${m.email}"><td data-label="${t.name}">${m.name || '—'}<br><span class="muted mono">${m.email}</span></td><td data-label="${t.role}">${t.roleName(m.role)}</td>
+<td data-label="${t.status}">${t.statusName(m.status)}</td><td data-label="${t.secondFactorCol}">${m.totp_secret ? t.yes : t.no}</td>
+<td${manage ? html` data-label="${t.actions}"` : ''}>${manage ? html`<form class="inline" method="post" action="/portal/team/${m.id}/role">${portal.csrfField(req)}<label>${t.role} <select name="role">${roleOptions(req, grantable, m.role)}</select></label><button type="submit" class="secondary">${t.changeRole}</button></form>
 <form class="inline" method="post" action="/portal/team/${m.id}/remove">${portal.csrfField(req)}<button type="submit" class="danger">${t.remove}</button></form>` : ''}</td></tr>`;
     });
     const audit = await listAudit(ctx.db, s.key.merchant_id, 20);
@@ -69,7 +69,7 @@ export function teamPages(app: FastifyInstance, portal: Portal) {
     return layout(
       req,
       t.team,
-      html`<div class="scroll"><table><thead><tr><th>${t.name}</th><th>${t.role}</th><th>${t.status}</th><th>${t.secondFactorCol}</th><th>${t.actions}</th></tr></thead><tbody>${rows}</tbody></table></div>
+      html`<div class="scroll"><table class="cards"><thead><tr><th>${t.name}</th><th>${t.role}</th><th>${t.status}</th><th>${t.secondFactorCol}</th><th>${t.actions}</th></tr></thead><tbody>${rows}</tbody></table></div>
 ${
   writable
     ? html`<h2>${t.invite}</h2><form class="stack card" method="post" action="/portal/team/invite">${portal.csrfField(req)}
@@ -86,8 +86,8 @@ ${
     : ''
 }
 ${rolesTable(req)}
-<h2>${t.auditLog}</h2><div class="scroll"><table><thead><tr><th>${t.when}</th><th>${t.who}</th><th>${t.what}</th></tr></thead><tbody>${audit.map(
-        (a) => html`<tr><td>${f.dateTime(a.at)}</td><td class="mono">${a.actor}${a.client_ip ? html`<br><span class="muted">${a.client_ip}</span>` : ''}</td><td><span class="mono">${a.action}</span> <span class="muted mono">${JSON.stringify(a.target)}</span></td></tr>`,
+<h2>${t.auditLog}</h2><div class="scroll"><table class="cards"><thead><tr><th>${t.when}</th><th>${t.who}</th><th>${t.what}</th></tr></thead><tbody>${audit.map(
+        (a) => html`<tr><td data-label="${t.when}">${f.dateTime(a.at)}</td><td data-label="${t.who}" class="mono">${a.actor}${a.client_ip ? html`<br><span class="muted">${a.client_ip}</span>` : ''}</td><td data-label="${t.what}"><span class="mono">${a.action}</span> <span class="muted mono">${JSON.stringify(a.target)}</span></td></tr>`,
       )}</tbody></table></div>`,
       '/portal/team',
     );
