@@ -1,7 +1,10 @@
 import type { Database, Sql } from '../db/db.js';
 import { DomainError } from '../errors/catalog.js';
 import { emitEvent } from '../events/outbox.js';
+import type { Logger } from 'pino';
 import type { Clock } from '../lib/clock.js';
+import { periodicWorker } from '../lib/periodic.js';
+import type { BackgroundWorker } from '../lib/worker.js';
 import { newSecret } from '../lib/ids.js';
 import { insertApiKey, type ApiKeyRow, type CreateApiKeyInput } from './apiKeys.js';
 import { actorView, SYSTEM_ACTOR, writeAudit, type Actor } from './merchantAudit.js';
@@ -155,6 +158,14 @@ export async function endGraces(deps: KeyDeps, merchantId: number | null = null)
     }
     return ended;
   });
+}
+
+/** How often the background sweep ends graces (the event may come up to this late; authentication never does). */
+export const GRACE_SWEEP_MS = 60_000;
+
+/** The sweep of endGraces, with the other background loops (src/server.ts). */
+export function graceWorker(deps: KeyDeps & { log: Logger }): BackgroundWorker {
+  return periodicWorker('api-key-graces', GRACE_SWEEP_MS, deps.log, () => endGraces(deps));
 }
 
 /** A key of the keys page: the row without digests, with its last use. */

@@ -106,6 +106,7 @@ describe.skipIf(!haveChromium)('API keys and team members in chromium', () => {
     expect(await page.locator('main').textContent()).toContain('set yours up first');
     await page.getByRole('link', { name: 'Set up the second factor' }).click();
     ownerSecret = (await page.getByTestId('totp-secret').textContent())!;
+    expect(await page.getByTestId('totp-qr').getAttribute('src')).toMatch(/^data:image\/png;base64,/);
     expect(ownerSecret).toMatch(/^[A-Z2-7]{32}$/);
     await shots(page, 'totp-setup');
     await page.getByLabel('Code from your authenticator app').fill('000000');

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { acceptInvitation, checkPassword, checkTotp, enableTotp, findInvitation, findMember } from '../../auth/members.js';
 import { newTotpSecret, totpUri } from '../../auth/totp.js';
+import { qrCodeDataUrl } from '../../pix/cashin/qrImage.js';
 import { one, type Form } from '../formBody.js';
 import { html, type Html } from '../html.js';
 import type { Portal } from '../kit.js';
@@ -102,6 +103,8 @@ export function memberSignInPages(app: FastifyInstance, portal: Portal) {
       req,
       t.enrol,
       html`<div class="card">${alert(message)}${s.requireTotp ? html`<p>${t.enrolRequired}</p>` : ''}<p>${t.enrolIntro}</p>
+
+<img class="qr" alt="${t.qrAlt}" src="${qrCodeDataUrl(uri)}" data-testid="totp-qr">
 <p class="label">${t.secretLabel}</p><p class="mono" data-testid="totp-secret">${secret}</p>
 <p><a href="${uri}">${t.uriLabel}</a></p>
 ${codeForm(req, '/portal/account/totp', t.confirm, html`<input type="hidden" name="secret" value="${secret}">`)}</div>`,
