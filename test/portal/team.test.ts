@@ -248,6 +248,19 @@ describe.skipIf(!haveChromium)('API keys and team members in chromium', () => {
     }
   });
 
+  it('speaks Portuguese on the new pages', async () => {
+    await page.goto(`${s.url}/portal/language?to=pt-BR&next=${encodeURIComponent('/portal/keys')}`);
+    await page.waitForURL('**/portal/keys');
+    expect(await page.locator('html').getAttribute('lang')).toBe('pt-BR');
+    expect(await page.locator('h1').textContent()).toBe('Chaves de API');
+    expect(await page.getByRole('button', { name: 'Rotacionar' }).count()).toBeGreaterThan(0);
+    await page.goto(`${s.url}/portal/team`);
+    expect(await page.locator('h1').textContent()).toBe('Equipe');
+    expect(await page.locator('main').textContent()).toContain('O que cada papel pode fazer');
+    await shots(page, 'team-pt');
+    await page.goto(`${s.url}/portal/language?to=en&next=${encodeURIComponent('/portal/team')}`);
+  });
+
   it('a removed member can no longer sign in (their sessions are deleted with the removal)', async () => {
     const viewerContext = await browser.newContext({ locale: 'en-US' });
     try {

@@ -156,6 +156,7 @@ ${problems.length ? html`<div class="flash error" role="alert"><p>${common(req.i
         hmac: one(f, 'hmac') === '1',
         record,
       });
+      ctx.credentials.invalidate(`key:${key.client_id}`); // this process at once; the others at commit (auth_changed)
       return secretPage(req, key, clientSecret, t.created);
     });
   });
@@ -167,6 +168,7 @@ ${problems.length ? html`<div class="flash error" role="alert"><p>${common(req.i
     const grace = Number(one(form(req), 'grace_seconds') ?? DEFAULT_GRACE_SECONDS);
     return once(req, reply, async (record) => {
       const { key, clientSecret } = await rotateKey(ctx, actorOf(portal, req), req.portal!.key.merchant_id, client_id, grace, record);
+      ctx.credentials.invalidate(`key:${key.client_id}`);
       const until = key.previous_secret_expires_at ? formatsOf(req.i18n).dateTime(key.previous_secret_expires_at) : null;
       return secretPage(req, key, clientSecret, keysText(req.i18n).rotated(until));
     });
@@ -178,6 +180,7 @@ ${problems.length ? html`<div class="flash error" role="alert"><p>${common(req.i
     const { client_id } = req.params as { client_id: string };
     return portal.action(req, reply, '/portal/keys', async () => {
       await revokeKey(ctx, actorOf(portal, req), req.portal!.key.merchant_id, client_id);
+      ctx.credentials.invalidate(`key:${client_id}`);
       return keysText(req.i18n).revokedDone;
     });
   });
