@@ -171,3 +171,36 @@ export function formatsOf(where: PortalLocale): Formats {
     date: (v) => formatDate(v, where),
   };
 }
+
+/** The zone's offset from UTC at `at`, in ms (positive east of Greenwich). */
+function zoneOffsetMs(at: number, timeZone: string): number {
+  const p = Object.fromEntries(
+    new Intl.DateTimeFormat('en-US', { timeZone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' })
+      .formatToParts(new Date(at))
+      .map((x) => [x.type, Number(x.value)]),
+  );
+  return Date.UTC(p.year!, p.month! - 1, p.day!, p.hour!, p.minute!, p.second!) - Math.floor(at / 1000) * 1000;
+}
+
+/**
+ * A wall-clock time typed in a form (`2026-11-27T14:05`, an `<input type="datetime-local">`, or a
+ * date `2026-11-27` meaning its midnight) in `timeZone`, as a moment; null when it is not one.
+ */
+export function parseZonedDateTime(text: string | undefined, timeZone: string): Date | null {
+  const m = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2}))?$/.exec((text ?? '').trim());
+  if (!m) return null;
+  const [y, mo, d, h = 0, mi = 0] = m.slice(1).map((v) => (v === undefined ? 0 : Number(v)));
+  const wall = Date.UTC(y!, mo! - 1, d!, h, mi);
+  const check = new Date(wall);
+  if (check.getUTCFullYear() !== y || check.getUTCMonth() !== mo! - 1 || check.getUTCDate() !== d || h > 23 || mi > 59) return null;
+  // The moment whose wall clock in the zone reads `wall`: two steps settle a change of offset.
+  let at = wall - zoneOffsetMs(wall, timeZone);
+  at = wall - zoneOffsetMs(at, timeZone);
+  return new Date(at);
+}
+
+/** A moment as the value of an `<input type="datetime-local">` in the zone: `2026-11-27T14:05`. */
+export function toZonedInput(value: Date, timeZone: string): string {
+  const local = new Date(value.getTime() + zoneOffsetMs(value.getTime(), timeZone));
+  return local.toISOString().slice(0, 16);
+}

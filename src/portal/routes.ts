@@ -12,6 +12,9 @@ import { signInPages } from './pages/signIn.js';
 import { statementPages } from './pages/statement.js';
 import { tefPages } from './pages/tef.js';
 import { transactionPage } from './pages/transaction.js';
+import { receiptPages } from './pages/receipt.js';
+import { timelinePage } from './pages/timeline.js';
+import { simulatorMessages } from '../rail/sim/messages.js';
 import { webhookPages } from './pages/webhooks.js';
 import { csrfMatches, endSession, loadSession, readCookie } from './session.js';
 import { isLocale, isTimeZone, LOCALE_COOKIE, localeOf, TIME_ZONE_COOKIE, type PortalLocale } from './i18n.js';
@@ -58,6 +61,8 @@ export function portalRoutes(ctx: AppContext) {
     balancePage(app, portal);
     statementPages(app, portal);
     transactionPage(app, portal);
+    receiptPages(app, portal);
+    timelinePage(app, portal, sim ? (e2es) => simulatorMessages(ctx.db, e2es) : undefined);
     chargePages(app, portal);
     tefPages(app, portal);
     webhookPages(app, portal);
@@ -70,6 +75,9 @@ export function portalRoutes(ctx: AppContext) {
     );
   };
 }
+
+/** Pages that need no session: sign-in, the language switch, a receipt's verification. */
+const PUBLIC_PATHS = new Set(['/portal/login', '/portal/language', '/portal/receipts/verify']);
 
 /** The security headers of every answer, and the session and CSRF checks before every page. */
 function guardPages(app: FastifyInstance, portal: Portal) {
@@ -101,7 +109,7 @@ function guardPages(app: FastifyInstance, portal: Portal) {
     if (req.method === 'POST' && !sameOrigin(req.headers.origin, req.headers.host)) {
       return page(reply, layout(req, common(req.i18n).refused, html`<p>${common(req.i18n).crossSite}</p>`), 403);
     }
-    if (path === '/portal/login' || path === '/portal/language' || path.startsWith('/portal/assets/')) return;
+    if (PUBLIC_PATHS.has(path) || path.startsWith('/portal/assets/')) return;
     const loaded = await loadSession(ctx, req, portal.clientIp(req));
     if (typeof loaded === 'string') {
       if (loaded !== 'none') await endSession(ctx, reply, null);
