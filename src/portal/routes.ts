@@ -14,7 +14,6 @@ import { tefPages } from './pages/tef.js';
 import { transactionPage } from './pages/transaction.js';
 import { receiptPages } from './pages/receipt.js';
 import { timelinePage } from './pages/timeline.js';
-import { simulatorMessages } from '../rail/sim/messages.js';
 import { webhookPages } from './pages/webhooks.js';
 import { csrfMatches, endSession, loadSession, readCookie } from './session.js';
 import { isLocale, isTimeZone, LOCALE_COOKIE, localeOf, TIME_ZONE_COOKIE, type PortalLocale } from './i18n.js';
@@ -62,7 +61,7 @@ export function portalRoutes(ctx: AppContext) {
     statementPages(app, portal);
     transactionPage(app, portal);
     receiptPages(app, portal);
-    timelinePage(app, portal, sim ? (e2es) => simulatorMessages(ctx.db, e2es) : undefined);
+    timelinePage(app, portal);
     chargePages(app, portal);
     tefPages(app, portal);
     webhookPages(app, portal);

@@ -1,6 +1,7 @@
 import type { Sql } from '../db/db.js';
 import { DomainError } from '../errors/catalog.js';
 import { isoZ } from '../lib/clock.js';
+import type { RailNotification } from '../rail/rail.js';
 
 /**
  * A transaction's timeline (docs/portal.md, "Transaction timeline"): everything pixgate recorded
@@ -44,7 +45,10 @@ export interface RailMessage {
 
 export interface TimelineDeps {
   db: Sql;
-  /** The rail's messages about these end-to-end ids, when the rail keeps them (optional). */
+  /**
+   * The rail's own log of its messages about these end-to-end ids, for a rail that keeps one;
+   * without it, the rail inbox (what pixgate applied, by the notification ids `<kind>:<subject>`).
+   */
   railMessages?: ((endToEndIds: readonly string[]) => Promise<RailMessage[]>) | undefined;
 }
 
@@ -75,6 +79,10 @@ interface RecordRow {
 }
 
 const STATUS = ['', 'completed', 'pending', 'rejected', 'failed'];
+
+/** The rail's notifications about a payment (their subject its end-to-end id) and about an infraction (its id). */
+const BY_PAYMENT = ['payment.accepted', 'payment.held', 'payment.settled', 'payment.rejected', 'inbound.payment', 'return.settled', 'return.rejected'] as const satisfies readonly RailNotification['kind'][];
+const BY_INFRACTION = ['infraction.reported', 'infraction.resolved'] as const satisfies readonly RailNotification['kind'][];
 
 /** The timeline of the record `id` (transaction id or uuid) of `accountId`; not_found otherwise. */
 export async function transactionTimeline(deps: TimelineDeps, accountId: number, id: string): Promise<Timeline> {
@@ -143,13 +151,25 @@ export async function transactionTimeline(deps: TimelineDeps, accountId: number,
     e.postings.push({ book: p.account_id === null ? 'institution' : own ? p.book : 'other_account', own, amount: Number(p.amount) });
   }
 
-  // The rail's messages about the payment and its returns (when the rail keeps them), and the
-  // refusals pixgate recorded of messages it could not apply.
+  // The rail's messages pixgate applied about the payment, its returns and its MED cases (its rail
+  // inbox, by notification id: `<kind>:<subject>`), or the rail's own log when it keeps one; and the
+  // messages it refused to apply.
   const e2es = [t.end_to_end_id, ...refunds.map((r) => r.end_to_end_id)].filter((x): x is string => x !== null);
+  if (deps.railMessages && e2es.length) {
+    for (const m of (await deps.railMessages(e2es)).slice(0, PER_KIND)) entries.push({ kind: 'rail', at: isoZ(m.at)!, message: m.kind, detail: m.payload });
+  } else if (e2es.length) {
+    const ids = [
+      ...e2es.flatMap((e) => BY_PAYMENT.map((k) => `${k}:${e}`)),
+      ...refunds.filter((r) => r.end_to_end_id).map((r) => `payment.returned:${r.end_to_end_id}`),
+      ...cases.flatMap((c) => BY_INFRACTION.map((k) => `${k}:${c.id}`)),
+    ];
+    const applied = await db.query<{ notification_id: string; kind: string; processed_at: Date }>(
+      'SELECT notification_id, kind, processed_at FROM rail_inbox WHERE notification_id = ANY($1::text[])',
+      [ids],
+    );
+    for (const r of applied) entries.push({ kind: 'rail', at: isoZ(r.processed_at)!, message: r.kind, detail: { notification_id: r.notification_id } });
+  }
   if (e2es.length) {
-    if (deps.railMessages) {
-      for (const m of (await deps.railMessages(e2es)).slice(0, PER_KIND)) entries.push({ kind: 'rail', at: isoZ(m.at)!, message: m.kind, detail: m.payload });
-    }
     const refusals = await db.query<{ kind: string; end_to_end_id: string; amount: number; reason_code: string; reason: string; refused_at: Date }>(
       `SELECT kind, end_to_end_id, amount, reason_code, reason, refused_at FROM rail_refusals WHERE end_to_end_id = ANY($1::text[]) LIMIT ${PER_KIND}`,
       [e2es],

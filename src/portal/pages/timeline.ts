@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { transactionTimeline, type RailMessage, type TimelineEntry } from '../../transactions/timeline.js';
+import { transactionTimeline, type TimelineEntry } from '../../transactions/timeline.js';
 import { errorText } from '../errors.js';
 import { html, type Html } from '../html.js';
 import { dictionary, formatsOf } from '../i18n.js';
@@ -74,7 +74,7 @@ function entryRow(req: FastifyRequest, e: TimelineEntry): Html {
   const m = M(req.i18n);
   const f = formatsOf(req.i18n);
   const row = (what: Html | string, detail: Html | string) =>
-    html`<tr class="tl-${e.kind}" data-kind="${e.kind}"><td class="when">${f.dateTime(e.at)}</td><td class="what">${what}</td><td class="detail">${detail}</td></tr>`;
+    html`<tr class="tl-${e.kind}" data-kind="${e.kind}"><td class="when">${f.dateTimeSeconds(e.at)}</td><td class="what">${what}</td><td class="detail">${detail}</td></tr>`;
   switch (e.kind) {
     case 'request':
       return row(
@@ -82,7 +82,7 @@ function entryRow(req: FastifyRequest, e: TimelineEntry): Html {
         html`<code>${e.method} ${e.path}</code> · ${e.portal_form ? m.formId : m.idempotencyKey} <code data-testid="idempotency-key">${e.idempotency_key}</code>${e.response_status ? html` · ${m.answered(String(e.response_status))}` : ''}`,
       );
     case 'record':
-      return row(m.record, html`${m[e.step]} · ${statusLabel(e.status, req.i18n)}${e.reason_code ? html` · ${e.reason_code} ${e.reason ?? ''}` : ''}`);
+      return row(m.record, html`${m[e.step]}${e.step === 'created' ? '' : html` · ${statusLabel(e.status, req.i18n)}`}${e.reason_code ? html` · ${e.reason_code} ${e.reason ?? ''}` : ''}`);
     case 'ledger':
       return row(
         m.ledger,
@@ -110,7 +110,7 @@ function entryRow(req: FastifyRequest, e: TimelineEntry): Html {
 }
 
 /** The transaction timeline (src/transactions/timeline.ts) as one page. */
-export function timelinePage(app: FastifyInstance, portal: Portal, railMessages: ((e2es: readonly string[]) => Promise<RailMessage[]>) | undefined) {
+export function timelinePage(app: FastifyInstance, portal: Portal) {
   const { ctx, layout, page, forbidden } = portal;
 
   app.get<{ Params: { id: string } }>('/portal/transactions/:id/timeline', async (req, reply) => {
@@ -119,7 +119,7 @@ export function timelinePage(app: FastifyInstance, portal: Portal, railMessages:
     const m = M(req.i18n);
     let t;
     try {
-      t = await transactionTimeline({ db: ctx.db, railMessages }, s.accountId, req.params.id);
+      t = await transactionTimeline({ db: ctx.db }, s.accountId, req.params.id);
     } catch (err) {
       return page(reply, layout(req, m.title, html`<div class="flash error" role="alert">${errorText(err, req.i18n)}</div>`, '/portal/statement'), portalRefusal(err)?.statusCode ?? 500);
     }
