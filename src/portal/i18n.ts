@@ -111,8 +111,8 @@ function toDate(value: DateInput): Date | null {
 }
 
 const formatters = new Map<string, Intl.DateTimeFormat>();
-function formatter(locale: Locale, timeZone: string, withTime: boolean, withZone: boolean): Intl.DateTimeFormat {
-  const id = `${locale}|${timeZone}|${withTime}|${withZone}`;
+function formatter(locale: Locale, timeZone: string, withTime: boolean, withZone: boolean, withSeconds = false): Intl.DateTimeFormat {
+  const id = `${locale}|${timeZone}|${withTime}|${withZone}|${withSeconds}`;
   let f = formatters.get(id);
   if (!f) {
     f = new Intl.DateTimeFormat(locale === 'en' ? 'en-US' : 'pt-BR', {
@@ -121,6 +121,7 @@ function formatter(locale: Locale, timeZone: string, withTime: boolean, withZone
       month: locale === 'en' ? 'short' : '2-digit',
       day: '2-digit',
       ...(withTime ? { hour: '2-digit', minute: '2-digit', hourCycle: 'h23' as const } : {}),
+      ...(withSeconds ? { second: '2-digit' } : {}),
       ...(withZone ? { timeZoneName: 'short' as const } : {}),
     });
     formatters.set(id, f);
@@ -128,10 +129,10 @@ function formatter(locale: Locale, timeZone: string, withTime: boolean, withZone
   return f;
 }
 
-function render(d: Date, where: PortalLocale, withTime: boolean, withZone: boolean): string {
-  const parts = Object.fromEntries(formatter(where.locale, where.timeZone, withTime, withZone).formatToParts(d).map((p) => [p.type, p.value]));
+function render(d: Date, where: PortalLocale, withTime: boolean, withZone: boolean, withSeconds = false): string {
+  const parts = Object.fromEntries(formatter(where.locale, where.timeZone, withTime, withZone, withSeconds).formatToParts(d).map((p) => [p.type, p.value]));
   const date = where.locale === 'en' ? `${parts.month} ${parts.day}, ${parts.year}` : `${parts.day}/${parts.month}/${parts.year}`;
-  const time = withTime ? ` ${parts.hour}:${parts.minute}` : '';
+  const time = withTime ? ` ${parts.hour}:${parts.minute}${withSeconds ? `:${parts.second}` : ''}` : '';
   const zone = withZone && parts.timeZoneName ? ` ${parts.timeZoneName}` : '';
   return `${date}${time}${zone}`;
 }
@@ -140,6 +141,12 @@ function render(d: Date, where: PortalLocale, withTime: boolean, withZone: boole
 export function formatDateTime(value: DateInput, where: PortalLocale): string {
   const d = toDate(value);
   return d ? render(d, where, true, false) : '';
+}
+
+/** With seconds (a timeline): `27/11/2026 14:05:09`. */
+export function formatDateTimeSeconds(value: DateInput, where: PortalLocale): string {
+  const d = toDate(value);
+  return d ? render(d, where, true, false, true) : '';
 }
 
 /** The same with the zone's short name, for what is read away from the page (a receipt): `27/11/2026 14:05 BRT`. */
@@ -159,6 +166,7 @@ export interface Formats {
   /** Base units as `R$ 1.234,56`; empty for null/undefined. */
   brl(baseUnits: number | bigint | null | undefined): string;
   dateTime(value: DateInput): string;
+  dateTimeSeconds(value: DateInput): string;
   dateTimeZone(value: DateInput): string;
   date(value: DateInput): string;
 }
@@ -167,7 +175,41 @@ export function formatsOf(where: PortalLocale): Formats {
   return {
     brl: (v) => (v === null || v === undefined ? '' : formatBrl(v)),
     dateTime: (v) => formatDateTime(v, where),
+    dateTimeSeconds: (v) => formatDateTimeSeconds(v, where),
     dateTimeZone: (v) => formatDateTimeZone(v, where),
     date: (v) => formatDate(v, where),
   };
+}
+
+/** The zone's offset from UTC at `at`, in ms (positive east of Greenwich). */
+function zoneOffsetMs(at: number, timeZone: string): number {
+  const p = Object.fromEntries(
+    new Intl.DateTimeFormat('en-US', { timeZone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' })
+      .formatToParts(new Date(at))
+      .map((x) => [x.type, Number(x.value)]),
+  );
+  return Date.UTC(p.year!, p.month! - 1, p.day!, p.hour!, p.minute!, p.second!) - Math.floor(at / 1000) * 1000;
+}
+
+/**
+ * A wall-clock time typed in a form (`2026-11-27T14:05`, an `<input type="datetime-local">`, or a
+ * date `2026-11-27` meaning its midnight) in `timeZone`, as a moment; null when it is not one.
+ */
+export function parseZonedDateTime(text: string | undefined, timeZone: string): Date | null {
+  const m = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2}))?$/.exec((text ?? '').trim());
+  if (!m) return null;
+  const [y, mo, d, h = 0, mi = 0] = m.slice(1).map((v) => (v === undefined ? 0 : Number(v)));
+  const wall = Date.UTC(y!, mo! - 1, d!, h, mi);
+  const check = new Date(wall);
+  if (check.getUTCFullYear() !== y || check.getUTCMonth() !== mo! - 1 || check.getUTCDate() !== d || h > 23 || mi > 59) return null;
+  // The moment whose wall clock in the zone reads `wall`: two steps settle a change of offset.
+  let at = wall - zoneOffsetMs(wall, timeZone);
+  at = wall - zoneOffsetMs(at, timeZone);
+  return new Date(at);
+}
+
+/** A moment as the value of an `<input type="datetime-local">` in the zone: `2026-11-27T14:05`. */
+export function toZonedInput(value: Date, timeZone: string): string {
+  const local = new Date(value.getTime() + zoneOffsetMs(value.getTime(), timeZone));
+  return local.toISOString().slice(0, 16);
 }

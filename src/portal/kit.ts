@@ -7,12 +7,13 @@ import { idempotencyScopePath } from '../external/stages/request.js';
 import { resolveClientIp } from '../http/clientIp.js';
 import { HttpError } from '../http/errors.js';
 import { portalRefusal } from './refusal.js';
+import { describeRefusal } from './errors.js';
 import { one, type Form } from './formBody.js';
 import { claimForm, completeForm, FORM_FIELD, isFormId, newFormId, recordedOutcome, recordOutcome, type FormOutcome } from './forms.js';
 import { html, Html } from './html.js';
 import { can, setFlash, type PortalSession } from './session.js';
 import { LOCALES, type Locale, type PortalLocale } from './i18n.js';
-import { common } from './messages.js';
+import { common, statusLabel } from './messages.js';
 import { teamText } from './pages/teamText.js';
 
 /**
@@ -63,32 +64,9 @@ const NAV: NavItem[] = [
   { path: '/portal/team', label: 'navTeam', permission: ['members:read', 'account:write'] },
 ];
 
-export function badge(status: string | null | undefined): Html {
-  return status ? html`<span class="badge ${status}">${status}</span>` : html``;
-}
-
-/** What an error answer of a domain function says, for a person. */
-export function errorText(error: unknown): string {
-  const err = portalRefusal(error);
-  if (!err) return 'Something went wrong; nothing was changed. Try again.';
-  const b = err.body as Record<string, unknown> | string;
-  if (typeof b === 'string') return b;
-  if (typeof b.detail === 'string') return b.detail;
-  if (b.errors && typeof b.errors === 'object') {
-    return Object.entries(b.errors as Record<string, unknown>)
-      .map(([k, v]) =>
-        typeof v === 'string'
-          ? v
-          : v && typeof v === 'object'
-            ? Object.entries(v as Record<string, unknown>).map(([f, m]) => `${f} ${Array.isArray(m) ? m.join(', ') : String(m)}`).join('; ')
-            : k,
-      )
-      .join('; ');
-  }
-  const e = b.error as { message?: string } | string | undefined;
-  if (typeof e === 'object' && e?.message) return e.message;
-  if (typeof b.message === 'string') return b.message;
-  return `Refused (HTTP ${err.statusCode})`;
+/** A status as a badge, named in the page's language (its class is the status itself). */
+export function badge(status: string | null | undefined, where: PortalLocale): Html {
+  return status ? html`<span class="badge ${status.toLowerCase()}" data-status="${status}">${statusLabel(status, where)}</span>` : html``;
 }
 
 /** What a form action gets to record its outcome in its operation's own transaction. */
@@ -121,7 +99,7 @@ export interface Portal {
    * Runs a form action once per form id (src/portal/forms.ts): the first post runs it, a repeat
    * gets the first outcome. The outcome is shown on the page it redirects to (`back` by default).
    */
-  action(req: FastifyRequest, reply: FastifyReply, back: string, run: (form: FormRun) => Promise<ActionDone>): Promise<FastifyReply>;
+  action(req: FastifyRequest, reply: FastifyReply, back: string, run: (form: FormRun) => Promise<ActionDone>, labels?: Record<string, string>): Promise<FastifyReply>;
 }
 
 const LANGUAGE_NAMES: Record<Locale, string> = { 'pt-BR': 'Português', en: 'English' };
@@ -189,13 +167,28 @@ ${links.length ? html`<nav aria-label="Portal">${links.map((n) => html`<a href="
       keyAccountId: s.key.account_id,
       permissions: s.key.permissions,
     }),
-    action: (req, reply, back, run) => runAction(portal, req, reply, back, run),
+    action: (req, reply, back, run, labels = {}) => runAction(portal, req, reply, back, run, labels),
   };
   return portal;
 }
 
-/** Portal.action: claim the form id, run (or replay), log it, flash the outcome and redirect. */
-async function runAction(portal: Portal, req: FastifyRequest, reply: FastifyReply, back: string, run: (form: FormRun) => Promise<ActionDone>) {
+/** Form fields never kept to refill a form after a refusal: the tokens, and anything secret. */
+const NOT_KEPT = /^_|secret|password|totp|otp|code$/i;
+
+/** What was typed in a posted form, to show it again after a refusal (secrets and tokens left out). */
+export function keptValues(body: unknown): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  if (!body || typeof body !== 'object') return out;
+  for (const [k, v] of Object.entries(body as Form)) if (!NOT_KEPT.test(k)) out[k] = v;
+  return out;
+}
+
+/**
+ * Portal.action: claim the form id, run (or replay), log it, flash the outcome and redirect. A
+ * refusal's flash carries its field errors (`labels` names the fields in its summary) and what was
+ * typed, so the form comes back filled in.
+ */
+async function runAction(portal: Portal, req: FastifyRequest, reply: FastifyReply, back: string, run: (form: FormRun) => Promise<ActionDone>, labels: Record<string, string>) {
   const { ctx, page, layout } = portal;
   const s = req.portal!;
   const formId = one(req.body as Form, FORM_FIELD);
@@ -207,7 +200,10 @@ async function runAction(portal: Portal, req: FastifyRequest, reply: FastifyRepl
   if (claimed.kind === 'busy') {
     return page(reply, layout(req, common(req.i18n).stillRunning, html`<p>${common(req.i18n).stillRunningText}</p>`), 409);
   }
-  const refusal = (err: unknown): FormOutcome => ({ kind: 'error', text: errorText(err), redirect: back });
+  const refusal = (err: unknown): FormOutcome => {
+    const r = describeRefusal(err, req.i18n, labels);
+    return r ? { kind: 'error', text: r.text, redirect: back, ...(Object.keys(r.fields).length ? { fields: { ...r.fields } } : {}) } : { kind: 'error', text: common(req.i18n).somethingWrong, redirect: back };
+  };
   let outcome: FormOutcome;
   if (claimed.kind === 'replay') {
     outcome = claimed.outcome;
@@ -242,6 +238,7 @@ async function runAction(portal: Portal, req: FastifyRequest, reply: FastifyRepl
     { portal_action: scopePath, client_id: s.key.client_id, merchant_id: s.key.merchant_id, account_id: s.accountId, outcome: outcome.kind, repeat: claimed.kind === 'replay' },
     'portal action',
   );
-  await setFlash(ctx.db, s, outcome.kind, outcome.text);
+  const path = req.url.split('?')[0]!;
+  await setFlash(ctx.db, s, outcome.kind, outcome.text, outcome.kind === 'error' ? { form: path, values: keptValues(req.body), ...(outcome.fields ? { fields: outcome.fields } : {}) } : {});
   return reply.redirect(outcome.redirect, 303);
 }

@@ -1,4 +1,4 @@
-import { dictionary } from './i18n.js';
+import { dictionary, type Locale, type PortalLocale } from './i18n.js';
 
 /** The words every portal page shares: the frame, the navigation, the refusals of the guard. */
 export const common = dictionary(
@@ -77,3 +77,26 @@ export const common = dictionary(
     no: 'não',
   },
 );
+
+/**
+ * The statuses the portal shows, by language (a status without an entry is shown as it is). The
+ * statement's displayed statuses (`completed`, `pending`, `rejected`, `failed`) are the names its
+ * filter offers too (docs/portal.md).
+ */
+const STATUS_LABELS: Record<Locale, Record<string, string>> = {
+  en: {
+    completed: 'Completed', pending: 'Pending', rejected: 'Rejected', failed: 'Failed', processing: 'Processing', settled: 'Settled',
+    delivered: 'Delivered', cancelled: 'Cancelled', active: 'Active', inactive: 'Inactive', paid: 'Paid', expired: 'Expired',
+    OPEN: 'Open', CLOSED: 'Closed', CANCELLED: 'Cancelled', ACCEPTED: 'Accepted', REJECTED: 'Rejected', valid: 'Valid', invalid: 'Invalid',
+  },
+  'pt-BR': {
+    completed: 'Concluída', pending: 'Pendente', rejected: 'Rejeitada', failed: 'Falhou', processing: 'Em processamento', settled: 'Liquidada',
+    delivered: 'Entregue', cancelled: 'Cancelada', active: 'Ativo', inactive: 'Inativo', paid: 'Paga', expired: 'Expirada',
+    OPEN: 'Aberto', CLOSED: 'Encerrado', CANCELLED: 'Cancelado', ACCEPTED: 'Aceito', REJECTED: 'Rejeitado', valid: 'Válido', invalid: 'Inválido',
+  },
+};
+
+export function statusLabel(status: string, where: PortalLocale | Locale): string {
+  const locale = typeof where === 'string' ? where : where.locale;
+  return Object.hasOwn(STATUS_LABELS[locale], status) ? STATUS_LABELS[locale][status]! : status;
+}

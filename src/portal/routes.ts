@@ -12,6 +12,8 @@ import { signInPages } from './pages/signIn.js';
 import { statementPages } from './pages/statement.js';
 import { tefPages } from './pages/tef.js';
 import { transactionPage } from './pages/transaction.js';
+import { receiptPages } from './pages/receipt.js';
+import { timelinePage } from './pages/timeline.js';
 import { webhookPages } from './pages/webhooks.js';
 import { csrfMatches, endSession, loadSession, readCookie, type PortalSession } from './session.js';
 import { keyPages } from './pages/keys.js';
@@ -64,6 +66,8 @@ export function portalRoutes(ctx: AppContext) {
     balancePage(app, portal);
     statementPages(app, portal);
     transactionPage(app, portal);
+    receiptPages(app, portal);
+    timelinePage(app, portal);
     chargePages(app, portal);
     tefPages(app, portal);
     webhookPages(app, portal);
@@ -77,8 +81,8 @@ export function portalRoutes(ctx: AppContext) {
   };
 }
 
-/** Pages that open without a session (sign-in, the language switch, an invitation's link). */
-const PUBLIC_PATHS = new Set(['/portal/login', '/portal/signin', '/portal/language']);
+/** Pages that need no session: sign-in (key or member), the language switch, a receipt's verification (and an invitation's link). */
+const PUBLIC_PATHS = new Set(['/portal/login', '/portal/signin', '/portal/language', '/portal/receipts/verify']);
 const SECOND_FACTOR_PATHS = new Set(['/portal/signin/totp', '/portal/account/totp', '/portal/logout']);
 
 /** Where a member must go before any other page, or null. */

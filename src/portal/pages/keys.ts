@@ -10,7 +10,8 @@ import { common } from '../messages.js';
 import { claimForm, FORM_FIELD, isFormId, recordOutcome } from '../forms.js';
 import { many, one, opt, type Form } from '../formBody.js';
 import { html, type Html } from '../html.js';
-import { errorText, type Portal } from '../kit.js';
+import { errorText } from '../errors.js';
+import type { Portal } from '../kit.js';
 import { can, type PortalSession } from '../session.js';
 import { stepUpRequired } from '../stepUp.js';
 import { keysText } from './keysText.js';
@@ -125,7 +126,7 @@ ${problems.length ? html`<div class="flash error" role="alert"><p>${common(req.i
     } catch (err) {
       await ctx.idempotency.release(claim);
       const status = (err as { code?: string }).code === 'not_found' ? 404 : 409;
-      return page(reply, layout(req, keysText(req.i18n).title, html`<div class="flash error" role="alert">${errorText(err)}</div><p><a href="/portal/keys">${keysText(req.i18n).backToKeys}</a></p>`), status);
+      return page(reply, layout(req, keysText(req.i18n).title, html`<div class="flash error" role="alert">${errorText(err, req.i18n)}</div><p><a href="/portal/keys">${keysText(req.i18n).backToKeys}</a></p>`), status);
     }
   };
 

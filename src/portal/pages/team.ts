@@ -10,7 +10,8 @@ import { one, type Form } from '../formBody.js';
 import { formatsOf } from '../i18n.js';
 import { common } from '../messages.js';
 import { html } from '../html.js';
-import { errorText, type Portal } from '../kit.js';
+import { errorText } from '../errors.js';
+import type { Portal } from '../kit.js';
 import { can } from '../session.js';
 import { stepUpRequired } from '../stepUp.js';
 import { actorOf } from './keys.js';
@@ -127,7 +128,7 @@ ${rolesTable(req)}
       );
     } catch (err) {
       await ctx.idempotency.release(claimed.claim);
-      return page(reply, layout(req, t.team, html`<div class="flash error" role="alert">${errorText(err)}</div><p><a href="/portal/team">${t.team}</a></p>`, '/portal/team'), 422);
+      return page(reply, layout(req, t.team, html`<div class="flash error" role="alert">${errorText(err, req.i18n)}</div><p><a href="/portal/team">${t.team}</a></p>`, '/portal/team'), 422);
     }
   };
 
