@@ -58,7 +58,7 @@ describe.skipIf(!haveChromium)('merchant portal in chromium', () => {
       headless: true,
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--disable-extensions', '--no-first-run', '--mute-audio'],
     });
-    context = await browser.newContext({ viewport: { width: 1100, height: 800 } });
+    context = await browser.newContext({ viewport: { width: 1100, height: 800 }, locale: 'en-US' });
     page = await context.newPage();
   }, 60_000);
 
@@ -234,7 +234,7 @@ describe.skipIf(!haveChromium)('merchant portal in chromium', () => {
 
   it("applies the key's permissions and IP whitelist to every page", async () => {
     const reader = await merchantWithKey(s, { permissions: ['account:read'] });
-    const ctx2 = await browser.newContext();
+    const ctx2 = await browser.newContext({ locale: 'en-US' });
     const p2 = await ctx2.newPage();
     try {
       await signIn(p2, reader);
@@ -252,7 +252,7 @@ describe.skipIf(!haveChromium)('merchant portal in chromium', () => {
   });
 
   it('is readable on a phone', async () => {
-    const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true });
+    const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, locale: 'en-US' });
     const p3 = await phone.newPage();
     try {
       await signIn(p3, a);
