@@ -11,6 +11,7 @@ import { genRequestId } from './http/requestId.js';
 import { metricsRoutes } from './api/metrics.routes.js';
 import { openApiRoutes } from './openapi/routes.js';
 import { portalRoutes } from './portal/routes.js';
+import { consoleRoutes } from './console/routes.js';
 
 /** Largest request body accepted anywhere (JSON payloads of this API are small). */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -69,5 +70,6 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   await app.register(boletoRoutes(ctx), { prefix: '/api/v1/central' });
   await app.register(sandboxRoutes(ctx), { prefix: '/api/sandbox' });
   await app.register(portalRoutes(ctx));
+  if (ctx.config.consoleEnabled) await app.register(consoleRoutes(ctx));
   return app;
 }
