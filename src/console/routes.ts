@@ -22,6 +22,8 @@ import { closeConsoleSession, consoleCsrfMatches, loadConsoleSession, openConsol
  * (`config.consoleEnabled`); otherwise every /console path is the server's 404.
  */
 export const CONSOLE_SIGN_IN_FAILURES_PER_MINUTE = 10;
+/** The portal's stylesheet, and long merchant-supplied values wrap inside their cells. */
+const CONSOLE_CSS = `${PORTAL_CSS}\ntd,.grid div{overflow-wrap:anywhere}main{max-width:1240px}\n`;
 const PUBLIC = new Set(['/console/login', '/console/bootstrap', '/console/assets/console.css']);
 
 export function consoleRoutes(ctx: AppContext) {
@@ -32,7 +34,7 @@ export function consoleRoutes(ctx: AppContext) {
     );
     const kit = consoleKit(ctx, (s, kind, text) => setConsoleFlash(ctx.db, s, kind, text));
     guard(app, kit);
-    app.get('/console/assets/console.css', async (_req, reply) => reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(PORTAL_CSS));
+    app.get('/console/assets/console.css', async (_req, reply) => reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(CONSOLE_CSS));
     signInPages(app, kit);
     searchPages(app, kit);
     accountPages(app, kit);
