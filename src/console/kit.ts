@@ -22,6 +22,7 @@ export const at = (d: Date | string | null | undefined) => (d ? formatDateTime(d
 const NAV: { path: string; label: string; cap: ConsoleCapability }[] = [
   { path: '/console', label: 'Search', cap: 'read' },
   { path: '/console/webhooks', label: 'Webhooks', cap: 'read' },
+  { path: '/console/med', label: 'MED queue', cap: 'read' },
   { path: '/console/audit', label: 'Audit log', cap: 'audit:read' },
   { path: '/console/operators', label: 'Operators', cap: 'operators:manage' },
 ];

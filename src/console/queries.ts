@@ -180,3 +180,17 @@ export async function auditRows(db: Sql, f: AuditFilter) {
     [f.operator ?? null, f.action ? f.action.replace(/[\\%_]/g, (c) => `\\${c}`) : null, f.from ?? null, f.to ?? null, f.before ?? null, f.limit],
   );
 }
+
+/** Open MED cases across merchants, the nearest defense deadline first. */
+export async function medQueue(db: Sql) {
+  return db.query<{
+    id: string; account_id: number; merchant_name: string; original_transaction_id: string; end_to_end_id: string; status: string; reason: string;
+    amount: number; blocked_amount: number; defense_deadline: Date; created_at: Date;
+  }>(
+    `SELECT i.id, i.account_id, m.name AS merchant_name, t.transaction_id AS original_transaction_id, i.end_to_end_id, i.status, i.reason,
+            i.amount, i.blocked_amount, i.defense_deadline, i.created_at
+       FROM med_infractions i JOIN transactions t ON t.id = i.original_id JOIN accounts a ON a.id = i.account_id JOIN merchants m ON m.id = a.merchant_id
+      WHERE i.status IN ('OPEN', 'defense_submitted')
+      ORDER BY i.defense_deadline, i.id LIMIT 200`,
+  );
+}

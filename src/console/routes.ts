@@ -11,6 +11,7 @@ import { auditedWrite } from './audit.js';
 import { consoleKit, enrollment, refusalText, type ConsoleKit } from './kit.js';
 import { accountPages } from './pages/account.js';
 import { auditPages } from './pages/audit.js';
+import { medPages } from './pages/med.js';
 import { operatorPages } from './pages/operators.js';
 import { searchPages } from './pages/search.js';
 import { webhookPages } from './pages/webhooks.js';
@@ -40,6 +41,7 @@ export function consoleRoutes(ctx: AppContext) {
     accountPages(app, kit);
     webhookPages(app, kit);
     auditPages(app, kit);
+    medPages(app, kit);
     operatorPages(app, kit);
     app.get('/console/*', async (req, reply) => kit.page(reply, kit.layout(req, 'Not found', html`<p>There is no such page. <a href="/console">Search</a>.</p>`), 404));
   };

@@ -5,7 +5,7 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { totpCode } from '../../src/auth/totp.js';
 import { merchantWithKey, type MerchantFixture } from '../helpers/client.js';
-import { balances, foreignKey, SIM_FAST, waitFor } from '../helpers/pix.js';
+import { balances, foreignKey, sandbox, SIM_FAST, waitFor } from '../helpers/pix.js';
 import { startTestServer, TEST_ADMIN_TOKEN, type TestServer } from '../helpers/server.js';
 import { startReceiver, type Receiver } from '../webhooks/helpers.js';
 
@@ -75,6 +75,12 @@ describe.skipIf(!haveChromium)('operator console in chromium', () => {
       (r) => r.status === 1,
     );
     payoutE2e = settled.end_to_end_id;
+    // A received PIX under a MED infraction, for the queue.
+    const inbound = await sandbox(s, 'POST', '/pix/inbound', { account_id: a.accountId, amount: 4_990, payer_name: `Rita ${XSS}` });
+    expect(inbound.status).toBe(201);
+    const e2e = (await s.ctx.db.query<{ e: string }>('SELECT end_to_end_id AS e FROM transactions WHERE transaction_id = $1', [inbound.body.transaction_id]))[0]!.e;
+    expect((await sandbox(s, 'POST', '/infractions', { end_to_end_id: e2e, amount: 1_000 })).status).toBeLessThan(300);
+    await waitFor(async () => (await s.ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM med_infractions'))[0]!.n, (n) => n === 1);
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       headless: true,
@@ -214,6 +220,14 @@ describe.skipIf(!haveChromium)('operator console in chromium', () => {
     expect(await page.getByTestId('audit').textContent()).toMatch(/admin-token:[0-9a-f]{12}/);
   });
 
+  it('lists open MED cases by defense deadline', async () => {
+    await page.goto(`${s.url}/console/med`);
+    expect(await page.locator('table[data-testid=med] tbody tr').count()).toBe(1);
+    expect(await page.getByTestId('med').textContent()).toContain('R$ 10,00');
+    await noXss(page);
+    await shot(page, 'med');
+  });
+
   it('refuses a post without the CSRF token and one from another origin', async () => {
     const fields = { amount: '10', reason: 'x', idempotency_id: '00000000-0000-4000-8000-000000000001' };
     const noToken = await owner.request.post(`${s.url}/console/accounts/${a.accountId}/deposit`, { form: fields, headers: { origin: s.url }, maxRedirects: 0 });
@@ -251,7 +265,7 @@ describe.skipIf(!haveChromium)('operator console in chromium', () => {
       const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
       const p = await ctx.newPage();
       await signIn(p, role);
-      for (const path of ['/console', `/console/accounts/${a.accountId}`, `/console/transactions/${payoutId}`, '/console/webhooks']) {
+      for (const path of ['/console', `/console/accounts/${a.accountId}`, `/console/transactions/${payoutId}`, '/console/webhooks', '/console/med']) {
         expect((await p.goto(`${s.url}${path}`))!.status(), `${role} ${path}`).toBe(200);
       }
       expect(await p.locator(`form[action="/console/accounts/${a.accountId}/deposit"]`).count()).toBe(0); // on /console/webhooks
