@@ -84,9 +84,9 @@ ${links.length ? html`<nav aria-label="Console">${links.map((n) => html`<a href=
 }
 
 /** The TOTP enrolment shown once: the secret and its otpauth URI (to type or paste into an authenticator app). */
-export function enrollment(username: string, secret: string) {
+export function enrollment(username: string, secret: string, signInLink = true) {
   return html`<div class="card"><p>Add this second factor to an authenticator app now: it is shown once. The first sign-in with a code confirms it.</p>
 <p class="label">Secret</p><p class="mono" data-testid="totp-secret">${secret}</p>
 <p class="label">otpauth URI</p><p class="mono" data-testid="totp-uri">${totpUri(secret, username, 'pixgate console')}</p>
-<p><a class="button" href="/console/login">Go to sign-in</a></p></div>`;
+${signInLink ? html`<p><a class="button" href="/console/login">Go to sign-in</a></p>` : ''}</div>`;
 }

@@ -39,7 +39,7 @@ ${OPERATOR_ROLES.map((r) => html`<tr><td>${r}</td><td>${OPERATOR_CAPABILITIES[r]
       const { operator, totpSecret } = await auditedWrite(ctx, req, by, { username, role }, () =>
         createOperator(ctx.db, { username, password: one(f, 'password') ?? '', role, createdBy: by }), (r) => ({ operator_id: r.operator.id }),
       );
-      return page(reply, layout(req, `Operator ${operator.username} created`, html`<p>Hand this to ${operator.username} over a safe channel; it is not shown again.</p>${enrollment(operator.username, totpSecret)}`, '/console/operators'));
+      return page(reply, layout(req, `Operator ${operator.username} created`, html`<p>Hand this to ${operator.username} over a safe channel; it is not shown again.</p>${enrollment(operator.username, totpSecret, false)}`, '/console/operators'));
     } catch (err) {
       return page(reply, layout(req, 'Operators', await list(req, refusalText(err)), '/console/operators'), 422);
     }
