@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/db.js';
 import { loadMigrations, migrate } from '../../src/db/migrate.js';
 import { dayStart, partitionName } from '../../src/db/partitions.js';
-import { dropOldEventPartitions, ensureEventPartitions, EVENT_PARTITIONS, PARTITION_DAYS_AHEAD } from '../../src/retention/partitions.js';
+import { DAILY_PARTITIONS, dropOldEventPartitions, ensurePartitions, EVENT_PARTITIONS, PARTITION_DAYS_AHEAD } from '../../src/retention/partitions.js';
 import { runRetention } from '../../src/retention/retention.js';
 import { dispatchOutbox, recordAttempts } from '../../src/webhooks/repository.js';
 import { BACKENDS, openEmptyDatabase, openTestDatabase, secondHandle } from '../helpers/db.js';
@@ -77,11 +77,10 @@ describe.each(BACKENDS)('daily partitions of the outbox on %s', (backend) => {
         `SELECT c.relname, p.partstrat AS strat FROM pg_partitioned_table p JOIN pg_class c ON c.oid = p.partrelid
           WHERE c.relnamespace = current_schema()::regnamespace ORDER BY c.relname`,
       );
-      expect(kinds).toEqual([
-        { relname: 'outbox_events', strat: 'r' },
-        { relname: 'webhook_attempts', strat: 'r' },
-        { relname: 'webhook_deliveries', strat: 'r' },
-      ]);
+      // (with those of migration 0910: test/db/partitions-0910.test.ts)
+      expect(kinds).toEqual(
+        ['idempotency_responses', 'outbox_events', 'rail_inbox', 'request_nonces', 'webhook_attempts', 'webhook_deliveries'].map((relname) => ({ relname, strat: 'r' })),
+      );
       expect(await t.db.query('SELECT id, event_id FROM outbox_events ORDER BY id')).toEqual(before);
       const [d] = await t.db.query<{ event_created_at: Date; status: string }>('SELECT event_created_at, status FROM webhook_deliveries');
       expect(d).toEqual({ event_created_at: at, status: 'delivered' });
@@ -108,14 +107,14 @@ describe.each(BACKENDS)('daily partitions of the outbox on %s', (backend) => {
     const t = await openTestDatabase(backend);
     const b = await secondHandle(t);
     try {
-      const runs = await Promise.all([ensureEventPartitions(t.db), ensureEventPartitions(b.db), ensureEventPartitions(t.db)]);
+      const runs = await Promise.all([ensurePartitions(t.db), ensurePartitions(b.db), ensurePartitions(t.db)]);
       const created = runs.flatMap((r) => r.created).sort();
       const [{ now }] = (await t.db.query<{ now: Date }>('SELECT now() AS now')) as [{ now: Date }];
-      const expected = EVENT_PARTITIONS.flatMap((p) =>
+      const expected = DAILY_PARTITIONS.flatMap((p) =>
         Array.from({ length: PARTITION_DAYS_AHEAD + 1 }, (_, i) => partitionName(p.table, new Date(dayStart(now).getTime() + i * DAY_MS))),
       ).sort();
       expect(created).toEqual(expected);
-      expect(await ensureEventPartitions(t.db)).toEqual({ created: [], skipped: [] });
+      expect(await ensurePartitions(t.db)).toEqual({ created: [], skipped: [] });
       for (const name of expected) expect(await present(t.db, name)).toBe(true);
     } finally {
       if (b !== t) await b.close();
@@ -128,7 +127,7 @@ describe.each(BACKENDS)('daily partitions of the outbox on %s', (backend) => {
     try {
       const { merchantId } = await merchantWithWebhook(t.db);
       const [{ now }] = (await t.db.query<{ now: Date }>('SELECT now() AS now')) as [{ now: Date }];
-      await ensureEventPartitions(t.db);
+      await ensurePartitions(t.db);
       const today = dayStart(now);
       const e = await deliveredEvent(t.db, merchantId, now, 'delivered');
       expect(await whereIs(t.db, 'outbox_events', 'id = $1', [e.outboxId])).toEqual([partitionName('outbox_events', today)]);
@@ -139,7 +138,7 @@ describe.each(BACKENDS)('daily partitions of the outbox on %s', (backend) => {
       expect(await whereIs(t.db, 'webhook_attempts', 'delivery_id = $1', [old.deliveryId])).toEqual(['webhook_attempts_default']);
       // A day whose rows already sit in the default partition is left to it (its partition could not take them).
       const stranded = new Date(now.getTime() - 100 * DAY_MS);
-      expect(await ensureEventPartitions(t.db, stranded)).toMatchObject({ skipped: EVENT_PARTITIONS.map((p) => partitionName(p.table, dayStart(stranded))) });
+      expect(await ensurePartitions(t.db, stranded)).toMatchObject({ skipped: EVENT_PARTITIONS.map((p) => partitionName(p.table, dayStart(stranded))) });
     } finally {
       await t.close();
     }
@@ -153,8 +152,8 @@ describe.each(BACKENDS)('daily partitions of the outbox on %s', (backend) => {
       const config = parseConfig({ RETENTION_EVENT_DAYS: '30' });
       const oldDay = new Date(dayStart(now).getTime() - 40 * DAY_MS);
       const busyDay = new Date(dayStart(now).getTime() - 35 * DAY_MS);
-      await ensureEventPartitions(t.db, oldDay);
-      await ensureEventPartitions(t.db, busyDay);
+      await ensurePartitions(t.db, oldDay);
+      await ensurePartitions(t.db, busyDay);
       const gone = [await deliveredEvent(t.db, merchantId, new Date(oldDay.getTime() + 3_600_000), 'delivered'), await deliveredEvent(t.db, merchantId, new Date(oldDay.getTime() + 7_200_000), 'delivered')];
       const waiting = await deliveredEvent(t.db, merchantId, new Date(busyDay.getTime() + 3_600_000), 'retry');
       const recent = await deliveredEvent(t.db, merchantId, new Date(now.getTime() - 2 * DAY_MS), 'delivered');
@@ -198,21 +197,27 @@ describe.each(BACKENDS)('daily partitions of the outbox on %s', (backend) => {
       });
       expect(report.events).toBe(1); // the row purge ran
       expect(await t.db.query(`SELECT relname FROM pg_class WHERE relname ~ '^outbox_events_p[0-9]{8}$' AND relnamespace = current_schema()::regnamespace`)).toEqual([]);
-      expect((await ensureEventPartitions(t.db)).created).toHaveLength(EVENT_PARTITIONS.length * (PARTITION_DAYS_AHEAD + 1));
+      expect((await ensurePartitions(t.db)).created).toHaveLength(DAILY_PARTITIONS.length * (PARTITION_DAYS_AHEAD + 1));
     } finally {
       await b.close();
       await t.close();
     }
   });
 
-  it('keeps the tables whose keys must stay unique over their whole window unpartitioned (idempotency keys, nonces, rail inbox)', async () => {
+  it('partitions nonces, the rail inbox and the idempotency answers too; keeps the idempotency keys and the audit log whole', async () => {
     const t = await openTestDatabase(backend);
     try {
       const rows = await t.db.query<{ relname: string; relkind: string }>(
         `SELECT relname, relkind::text FROM pg_class WHERE relnamespace = current_schema()::regnamespace
-           AND relname IN ('idempotency_keys', 'request_nonces', 'rail_inbox', 'admin_audit_log') ORDER BY relname`,
+           AND relname IN ('idempotency_keys', 'idempotency_responses', 'request_nonces', 'rail_inbox', 'admin_audit_log') ORDER BY relname`,
       );
-      expect(rows).toEqual(['admin_audit_log', 'idempotency_keys', 'rail_inbox', 'request_nonces'].map((relname) => ({ relname, relkind: 'r' })));
+      expect(rows).toEqual([
+        { relname: 'admin_audit_log', relkind: 'r' },
+        { relname: 'idempotency_keys', relkind: 'r' },
+        { relname: 'idempotency_responses', relkind: 'p' },
+        { relname: 'rail_inbox', relkind: 'p' },
+        { relname: 'request_nonces', relkind: 'p' },
+      ]);
     } finally {
       await t.close();
     }
