@@ -46,15 +46,17 @@ export interface RetentionReport {
  * One retention pass: each table is purged by age in batches of RETENTION_BATCH_SIZE rows, and
  * each loops until a batch comes back short, so a pass removes everything past its window however
  * much ingress there was since the last one. Windows (RETENTION_* variables):
- *   idempotency records  RETENTION_IDEMPOTENCY_HOURS after their 24-hour window (default 0)
- *   rail_inbox ids       RETENTION_RAIL_INBOX_DAYS (default 7)
+ *   idempotency records  RETENTION_IDEMPOTENCY_HOURS after their 24-hour window (default 0): the
+ *                        key rows row by row, their answers by day of the key's expiry
+ *   rail_inbox ids       RETENTION_RAIL_INBOX_DAYS (default 7), by day of the notification's time
  *   outbox events, with their webhook deliveries and attempts, once every delivery is final
  *                        RETENTION_EVENT_DAYS (default 30)
  *   sim_payments         RETENTION_SIM_DAYS after settling or being rejected (default 100: past the
  *                        90-day return window and the MED window)
  *   cash-out limit windows  3 days after they started (a window lasts at most a day)
- *   signature-v2 nonces  once they expire (10 minutes after their claim: the timestamp check
- *                        refuses them from then on)
+ *   signature-v2 nonces  by day of their signed timestamp, an hour after that day ended (the
+ *                        timestamp check refuses them from 300 s after it); expired ones in the
+ *                        default partition row by row
  * Outbox events, deliveries and attempts are partitioned by day (migration 0800), and so are the
  * answers of Idempotency-Keys, the nonces and the rail inbox (0910): a pass first makes the
  * partitions of the coming days, then drops whole days — events past RETENTION_EVENT_DAYS with
