@@ -15,7 +15,7 @@
  * use is skipped). `take()` hands the block's ports out one by one, checking each again as it goes
  * (a port some foreign process bound since is skipped), and `release()` frees the block.
  */
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -84,7 +84,12 @@ export class PortBlock {
    * starting from a random block and trying the others in turn.
    */
   static async reserve(): Promise<PortBlock> {
-    mkdirSync(LOCK_DIR, { recursive: true, mode: 0o1777 });
+    mkdirSync(LOCK_DIR, { recursive: true });
+    try {
+      chmodSync(LOCK_DIR, 0o1777); // shared by every user's labs (the umask narrowed mkdir's mode)
+    } catch {
+      // another user's folder: already shared
+    }
     const [ephemeralLow] = ephemeralRange();
     const blocks = Math.floor((ephemeralLow - LOWEST) / BLOCK_SIZE);
     if (blocks < 1) throw new Error(`no room for a port block below the ephemeral range (${ephemeralLow})`);
