@@ -7,9 +7,15 @@ import { DAILY_PARTITIONS, dropOldEventPartitions, ensurePartitions, EVENT_PARTI
 import { runRetention } from '../../src/retention/retention.js';
 import { dispatchOutbox, recordAttempts } from '../../src/webhooks/repository.js';
 import { BACKENDS, openEmptyDatabase, openTestDatabase, secondHandle } from '../helpers/db.js';
+import { DurableNonces } from '../../src/auth/nonceStore.js';
+import { IdempotencyStore } from '../../src/external/idempotency.js';
+import { recordNotification } from '../../src/pix/store/railInbox.js';
 import { parseConfig } from '../../src/config.js';
 
-/** Issue 25 item 5: outbox events, webhook deliveries and attempts partitioned by day (migration 0800). */
+/**
+ * Issue 25 item 5: outbox events, webhook deliveries and attempts partitioned by day (migration 0800);
+ * nonces, the rail inbox and the idempotency answers too (0910).
+ */
 
 const DAY_MS = 86_400_000;
 
@@ -53,7 +59,7 @@ async function deliveredEvent(db: Database, merchantId: number, at: Date, outcom
   return { outboxId: e!.id, deliveryId: d!.id };
 }
 
-describe.each(BACKENDS)('daily partitions of the outbox on %s', (backend) => {
+describe.each(BACKENDS)('daily partitions (outbox, nonces, rail inbox, idempotency answers) on %s', (backend) => {
   it('migration 0800 turns the three tables into partitioned ones, moving rows with their ids and every reference', async () => {
     const t = await openEmptyDatabase(backend);
     try {
@@ -139,6 +145,36 @@ describe.each(BACKENDS)('daily partitions of the outbox on %s', (backend) => {
       // A day whose rows already sit in the default partition is left to it (its partition could not take them).
       const stranded = new Date(now.getTime() - 100 * DAY_MS);
       expect(await ensurePartitions(t.db, stranded)).toMatchObject({ skipped: EVENT_PARTITIONS.map((p) => partitionName(p.table, dayStart(stranded))) });
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('routes a nonce to its signed day, a rail notification to its own day and an idempotency answer to its key\'s expiry day', async () => {
+    const t = await openTestDatabase(backend);
+    try {
+      const [{ now }] = (await t.db.query<{ now: Date }>('SELECT now() AS now')) as [{ now: Date }];
+      await ensurePartitions(t.db, new Date(now.getTime() - 2 * DAY_MS));
+      const day = (offset: number) => new Date(dayStart(now).getTime() + offset * DAY_MS);
+      // A nonce claimed now but signed yesterday (a request at 00:00:10 signed at 23:59:55) goes to yesterday.
+      const nonces = new DurableNonces(t.db, { now: () => now });
+      expect((await nonces.claim('cli', 'partition-nonce-0001', 'f', 600, new Date(day(0).getTime() - 5_000))).claim).toBe('claimed');
+      expect(await whereIs(t.db, 'request_nonces', `nonce = 'partition-nonce-0001'`, [])).toEqual([partitionName('request_nonces', day(-1))]);
+      // A notification of yesterday applied today: yesterday's partition; its redelivery is recognised there.
+      const at = new Date(day(0).getTime() - 60_000);
+      expect(await t.db.transaction((tx) => recordNotification(tx, 'n-partition-1', 'payment.accepted', at))).toBe(true);
+      expect(await t.db.transaction((tx) => recordNotification(tx, 'n-partition-1', 'payment.accepted', at))).toBe(false);
+      expect(await whereIs(t.db, 'rail_inbox', `notification_id = 'n-partition-1'`, [])).toEqual([partitionName('rail_inbox', day(-1))]);
+      // An answer: the day its key expires (tomorrow or the day after, 24 h from now), the key row whole.
+      const [m] = await t.db.query<{ id: number }>(`INSERT INTO merchants (name, document) VALUES ('M', '12345678901') RETURNING id`);
+      const store = new IdempotencyStore(t.db, { now: () => now });
+      const scope = { merchantId: m!.id, method: 'POST', path: '/x', key: 'partition-key-1' };
+      const claimed = await store.claim(scope, 'h');
+      if (claimed.kind !== 'claimed') throw new Error('expected a claim');
+      await store.complete(claimed.claim, { statusCode: 201, body: '{"n":1}' });
+      const expires = new Date(now.getTime() + 86_400_000);
+      expect(await whereIs(t.db, 'idempotency_responses', 'key_id = $1', [claimed.claim.id])).toEqual([partitionName('idempotency_responses', dayStart(expires))]);
+      expect(await store.claim(scope, 'h')).toEqual({ kind: 'replay', answer: { statusCode: 201, body: '{"n":1}' } });
     } finally {
       await t.close();
     }
