@@ -178,6 +178,29 @@ describe.skipIf(!haveChromium)('operator console in chromium', () => {
     await shot(page, 'account');
   });
 
+  it('changes a limit through the same domain function as the admin API, audited', async () => {
+    await page.goto(`${s.url}/console/accounts/${a.accountId}`);
+    await page.getByLabel('Daily (R$)').fill('5.000,00');
+    await page.getByRole('button', { name: 'Change the limits' }).click();
+    expect(await page.getByRole('status').textContent()).toContain('Limits changed');
+    const acc = await s.admin('GET', `/accounts/${a.accountId}`);
+    expect(acc.body.cash_out_daily_limit_cents).toBe(500_000);
+    const [row] = await s.ctx.db.query<{ status: number; target: Record<string, unknown> }>(`SELECT status, target FROM admin_audit_log WHERE route = '/console/accounts/:id/limits'`);
+    expect(row).toMatchObject({ status: 200, target: { account_id: a.accountId, cash_out_daily_limit_cents: 500_000 } });
+  });
+
+  it('two posts of one deposit form at the same moment credit once', async () => {
+    await page.goto(`${s.url}/console/accounts/${a.accountId}`);
+    const form = page.locator(`form[action="/console/accounts/${a.accountId}/deposit"]`);
+    const fields: Record<string, string> = { amount: '7,00', reason: 'concurrent' };
+    for (const name of ['_csrf', 'idempotency_id']) fields[name] = await form.locator(`input[name=${name}]`).inputValue();
+    const before = await balances(s.ctx.db, a.accountId);
+    const posts = await Promise.all([1, 2, 3].map(() => owner.request.post(`${s.url}/console/accounts/${a.accountId}/deposit`, { form: fields, headers: { origin: s.url }, maxRedirects: 0 })));
+    expect(posts.map((p) => p.status())).toEqual([303, 303, 303]);
+    const after = await balances(s.ctx.db, a.accountId);
+    expect(Number(after.available) - Number(before.available)).toBe(700 * 100);
+  });
+
   it('fires webhook.test at the merchant webhook and sees it delivered to the local receiver', async () => {
     await page.goto(`${s.url}/console/webhooks`);
     await noXss(page);
@@ -205,7 +228,9 @@ describe.skipIf(!haveChromium)('operator console in chromium', () => {
     const rows = await s.ctx.db.query<{ target: { transaction_id?: string; replayed?: boolean }; status: number }>(
       `SELECT target, status FROM admin_audit_log WHERE actor = 'operator:alice' AND route = '/console/accounts/:id/deposit' ORDER BY id`,
     );
-    expect(rows.map((r) => [r.status, r.target.replayed])).toEqual([[200, false], [200, true]]);
+    expect(rows.slice(0, 2).map((r) => [r.status, r.target.replayed])).toEqual([[200, false], [200, true]]);
+    // The three concurrent posts: three rows, one deposit made, two answered with it.
+    expect(rows.slice(2).map((r) => r.target.replayed).sort()).toEqual([false, true, true]);
     expect(rows[0]!.target.transaction_id).toBe(rows[1]!.target.transaction_id);
     await noXss(page);
     await shot(page, 'audit');
@@ -239,7 +264,7 @@ describe.skipIf(!haveChromium)('operator console in chromium', () => {
     expect(foreign.status()).toBe(403);
     expect(await foreign.text()).toContain('Cross-site');
     const n = await s.ctx.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM transactions WHERE account_id = $1 AND kind = 'deposit'`, [a.accountId]);
-    expect(n[0]!.n).toBe(2);
+    expect(n[0]!.n).toBe(3); // the fixture's, the double-submitted and the concurrent one
   });
 
   it('each role sees what it may and is refused the rest, server-side', async () => {
@@ -256,10 +281,10 @@ describe.skipIf(!haveChromium)('operator console in chromium', () => {
     await shot(page, 'operators');
 
     /** What each role gets: [path or action, expected status]. */
-    const expectations: Record<'operations' | 'support' | 'compliance', { audit: number; operators: number; deposit: number; test: number; depositForm: boolean }> = {
-      operations: { audit: 403, operators: 403, deposit: 303, test: 303, depositForm: true },
-      support: { audit: 403, operators: 403, deposit: 403, test: 303, depositForm: false },
-      compliance: { audit: 200, operators: 403, deposit: 403, test: 403, depositForm: false },
+    const expectations: Record<'operations' | 'support' | 'compliance', { audit: number; operators: number; deposit: number; limits: number; test: number; depositForm: boolean }> = {
+      operations: { audit: 403, operators: 403, deposit: 303, limits: 303, test: 303, depositForm: true },
+      support: { audit: 403, operators: 403, deposit: 403, limits: 403, test: 303, depositForm: false },
+      compliance: { audit: 200, operators: 403, deposit: 403, limits: 403, test: 403, depositForm: false },
     };
     for (const [role, want] of Object.entries(expectations)) {
       const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
@@ -280,6 +305,7 @@ describe.skipIf(!haveChromium)('operator console in chromium', () => {
       const dep = await post(`/console/accounts/${a.accountId}/deposit`, { amount: '1,00', reason: `by ${role}`, idempotency_id: crypto.randomUUID() });
       expect(dep.status(), `${role} deposit`).toBe(want.deposit);
       expect((await post(`/console/webhooks/${webhookId}/test`, {})).status(), `${role} webhook.test`).toBe(want.test);
+      expect((await post(`/console/accounts/${a.accountId}/limits`, { daily: '6.000,00' })).status(), `${role} limits`).toBe(want.limits);
       expect((await post('/console/operators', { username: `x${role}`, password: PASSWORD, role: 'owner' })).status(), `${role} new operator`).toBe(403);
       await ctx.close();
     }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { operatorMay } from '../../auth/operators.js';
+import type { AccountPatch } from '../../merchants/repository.js';
 import * as merchants from '../../merchants/service.js';
 import { limitWindows } from '../../pix/limits.js';
 import { usageIn } from '../../pix/store/limitWindows.js';
@@ -30,6 +31,7 @@ export function accountPages(app: FastifyInstance, kit: ConsoleKit) {
     const txs = await recentTransactions(ctx.db, id);
     const limit = (cents: number | null) => (cents === null ? 'no limit' : formatCents(cents));
     const mayDeposit = operatorMay(req.console!.operator.role, 'deposit');
+    const mayLimits = operatorMay(req.console!.operator.role, 'limits');
     const body = html`<p class="muted">Merchant ${head.merchant_id} · document ${head.document} · merchant ${head.merchant_status} · account ${account.status}</p>
 <div class="grid">
 <div class="card"><div class="label">Available</div><div class="figure" data-testid="available">${brl(balances.available)}</div></div>
@@ -41,6 +43,15 @@ export function accountPages(app: FastifyInstance, kit: ConsoleKit) {
 <tr><td>Daily cash-out</td><td class="num">${limit(account.cash_out_daily_limit_cents)}</td><td class="num" data-testid="usage-day">${brl(usage.get('day') ?? 0)}</td></tr>
 <tr><td>Nighttime cash-out (20:00–06:00)</td><td class="num">${limit(account.cash_out_nighttime_limit_cents)}</td><td class="num">${brl(usage.get('night') ?? 0)}</td></tr>
 <tr><td>Fees</td><td class="num" colspan="2">cash-out ${formatCents(account.cash_out_fee_cents)} · cash-in ${formatCents(account.cash_in_fee_cents)}</td></tr></tbody></table></div>
+${
+  mayLimits
+    ? html`<form class="inline card" method="post" action="/console/accounts/${id}/limits">${csrf(req)}
+<label>One cash-out (R$) <input name="max" inputmode="decimal" maxlength="20" placeholder="unchanged"></label>
+<label>Daily (R$) <input name="daily" inputmode="decimal" maxlength="20" placeholder="unchanged"></label>
+<label>Nighttime (R$) <input name="night" inputmode="decimal" maxlength="20" placeholder="unchanged"></label>
+<button type="submit" class="secondary">Change the limits</button></form>`
+    : ''
+}
 ${
   mayDeposit
     ? html`<h2>Deposit</h2><form class="stack card" method="post" action="/console/accounts/${id}/deposit">${csrf(req)}
@@ -57,6 +68,28 @@ ${apiKeys.map((k) => html`<tr><td class="mono">${k.client_id}</td><td>${k.permis
 <h2>Recent transactions</h2><div class="scroll"><table data-testid="recent"><thead><tr><th>When</th><th>Transaction</th><th>Kind</th><th>Status</th><th class="num">Amount</th><th>Description</th></tr></thead><tbody>
 ${txs.map((t) => html`<tr><td>${at(t.created_at)}</td><td><a class="mono" href="/console/transactions/${t.transaction_id}">${t.transaction_id}</a></td><td>${t.kind}</td><td><span class="badge ${t.statement_status}">${t.statement_status}</span></td><td class="num">${t.direction === 'outbound' ? '−' : ''}${brl(t.amount)}</td><td>${t.description}</td></tr>`)}</tbody></table></div>`;
     return page(reply, layout(req, head.name, body));
+  });
+
+  app.post<{ Params: { id: string } }>('/console/accounts/:id/limits', async (req, reply) => {
+    if (!allow(req, reply, 'limits')) return reply;
+    const back = `/console/accounts/${encodeURIComponent(req.params.id)}`;
+    const id = /^\d{1,15}$/.test(req.params.id) ? Number(req.params.id) : NaN;
+    const f = req.body as Form;
+    const patch: AccountPatch = {};
+    for (const [field, column] of [['max', 'cash_out_max_amount_cents'], ['daily', 'cash_out_daily_limit_cents'], ['night', 'cash_out_nighttime_limit_cents']] as const) {
+      const text = (one(f, field) ?? '').trim();
+      if (!text) continue;
+      const cents = parseReais(text);
+      if (cents === null) return flashAndBack(req, reply, 'error', `${field}: type reais, as 1.234,56.`, back);
+      patch[column] = cents;
+    }
+    if (!Number.isFinite(id) || Object.keys(patch).length === 0) return flashAndBack(req, reply, 'error', 'Nothing to change.', back);
+    try {
+      await auditedWrite(ctx, req, `operator:${req.console!.operator.username}`, { account_id: id, ...patch }, () => merchants.updateAccount(ctx.db, id, patch));
+      return flashAndBack(req, reply, 'ok', 'Limits changed.', back);
+    } catch (err) {
+      return flashAndBack(req, reply, 'error', refusalText(err), back);
+    }
   });
 
   app.post<{ Params: { id: string } }>('/console/accounts/:id/deposit', async (req, reply) => {
