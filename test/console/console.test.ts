@@ -251,6 +251,15 @@ describe.skipIf(!haveChromium)('operator console in chromium', () => {
     expect(await page.getByTestId('med').textContent()).toContain('R$ 10,00');
     await noXss(page);
     await shot(page, 'med');
+    // With the simulated rail, the owner plays the central bank's decision; the case leaves the queue.
+    await page.getByLabel('Decision').selectOption('rejected');
+    await page.getByRole('button', { name: 'Resolve' }).click();
+    expect(await page.getByRole('status').textContent()).toContain('resolved: rejected');
+    await waitFor(async () => (await s.ctx.db.query<{ status: string }>('SELECT status FROM med_infractions'))[0]!.status, (st) => st === 'CLOSED');
+    await page.goto(`${s.url}/console/med`);
+    expect(await page.locator('main').textContent()).toContain('No open MED case');
+    const [row] = await s.ctx.db.query<{ actor: string; status: number }>(`SELECT actor, status FROM admin_audit_log WHERE route = '/console/med/:id/resolve'`);
+    expect(row).toEqual({ actor: 'operator:alice', status: 200 });
   });
 
   it('refuses a post without the CSRF token and one from another origin', async () => {
@@ -306,6 +315,7 @@ describe.skipIf(!haveChromium)('operator console in chromium', () => {
       expect(dep.status(), `${role} deposit`).toBe(want.deposit);
       expect((await post(`/console/webhooks/${webhookId}/test`, {})).status(), `${role} webhook.test`).toBe(want.test);
       expect((await post(`/console/accounts/${a.accountId}/limits`, { daily: '6.000,00' })).status(), `${role} limits`).toBe(want.limits);
+      expect((await post(`/console/med/00000000-0000-4000-8000-000000000000/resolve`, { decision: 'accepted' })).status(), `${role} MED`).toBe(want.limits);
       expect((await post('/console/operators', { username: `x${role}`, password: PASSWORD, role: 'owner' })).status(), `${role} new operator`).toBe(403);
       await ctx.close();
     }
