@@ -118,3 +118,23 @@ export async function checkOperatorTotp(sql: Sql, operator: OperatorRow, code: s
   );
   return rows.length === 1;
 }
+
+/**
+ * Disables an operator and ends their sessions in one transaction. An owner cannot disable
+ * themself, and the last active owner stays (someone must be able to manage operators).
+ */
+export async function disableOperator(db: Database, id: number, byOperatorId: number): Promise<OperatorRow> {
+  if (id === byOperatorId) throw new DomainError('conflict', { message: 'You cannot disable yourself' });
+  return db.transaction(async (tx) => {
+    await tx.query('LOCK TABLE console_operators IN SHARE ROW EXCLUSIVE MODE');
+    const [target] = await tx.query<OperatorRow>('SELECT * FROM console_operators WHERE id = $1', [id]);
+    if (!target) throw new DomainError('not_found', { message: 'operator not found' });
+    if (target.role === 'owner') {
+      const [r] = await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM console_operators WHERE role = 'owner' AND status = 'active'`);
+      if (Number(r!.n) <= 1) throw new DomainError('conflict', { message: 'The last active owner cannot be disabled' });
+    }
+    const [row] = await tx.query<OperatorRow>(`UPDATE console_operators SET status = 'disabled' WHERE id = $1 RETURNING *`, [id]);
+    await tx.query('DELETE FROM console_sessions WHERE operator_id = $1', [id]);
+    return row!;
+  });
+}

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyRequest } from 'fastify';
-import { checkOperatorPassword, checkOperatorTotp, countOperators, createOperator, OPERATOR_CAPABILITIES, operatorMay } from '../../src/auth/operators.js';
+import { checkOperatorPassword, checkOperatorTotp, countOperators, createOperator, disableOperator, OPERATOR_CAPABILITIES, operatorMay } from '../../src/auth/operators.js';
 import { totpCode } from '../../src/auth/totp.js';
 import { auditedWrite } from '../../src/console/audit.js';
 import type { AppContext } from '../../src/context.js';
@@ -67,6 +67,19 @@ describe.each(BACKENDS)('console operators on %s', (backend) => {
     const after = (await checkOperatorPassword(t.db, 'frank', PASSWORD))!;
     expect(after.totp_enabled).toBe(true);
     expect(await checkOperatorTotp(t.db, after, code, now)).toBe(false);
+  });
+
+  it('disables an operator and ends their sessions; never oneself nor the last owner', async () => {
+    const owner = (await checkOperatorPassword(t.db, (await t.db.query<{ username: string }>(`SELECT username FROM console_operators WHERE role = 'owner'`))[0]!.username, PASSWORD))!;
+    const { operator } = await createOperator(t.db, { username: 'gina', password: PASSWORD, role: 'operations', createdBy: 'x' });
+    await t.db.query(`INSERT INTO console_sessions (token_hash, operator_id, csrf_token, created_at, expires_at) VALUES ('h', $1, 'c', now(), now() + interval '1 hour')`, [operator.id]);
+    await expect(disableOperator(t.db, owner.id, owner.id)).rejects.toMatchObject({ code: 'conflict' });
+    const { operator: second } = await createOperator(t.db, { username: 'hugo', password: PASSWORD, role: 'owner', createdBy: 'x' });
+    await disableOperator(t.db, second.id, owner.id);
+    await expect(disableOperator(t.db, owner.id, operator.id)).rejects.toMatchObject({ code: 'conflict', message: expect.stringContaining('last active owner') });
+    expect((await disableOperator(t.db, operator.id, owner.id)).status).toBe('disabled');
+    expect(await t.db.query('SELECT 1 FROM console_sessions WHERE operator_id = $1', [operator.id])).toHaveLength(0);
+    expect(await checkOperatorPassword(t.db, 'gina', PASSWORD)).toBeUndefined();
   });
 
   it("writes the operator's audit row in the deposit's own transaction: no row, no deposit", async () => {

@@ -322,4 +322,22 @@ describe.skipIf(!haveChromium)('operator console in chromium', () => {
     const made = await s.ctx.db.query<{ username: string }>('SELECT username FROM console_operators ORDER BY id');
     expect(made.map((r) => r.username)).toEqual(['alice', 'operations', 'support', 'compliance']);
   }, 120_000);
+
+  it('the owner disables an operator: their open session ends at once and they cannot sign in', async () => {
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const p = await ctx.newPage();
+    await signIn(p, 'support');
+    await page.goto(`${s.url}/console/operators`);
+    expect(await page.locator('tr[data-operator=alice] button').count()).toBe(0); // not oneself
+    await page.locator('tr[data-operator=support]').getByRole('button', { name: 'Disable' }).click();
+    expect(await page.getByRole('status').textContent()).toContain('support disabled');
+    await p.goto(`${s.url}/console`);
+    expect(p.url()).toBe(`${s.url}/console/login`);
+    await p.getByLabel('Username').fill('support');
+    await p.getByLabel('Password').fill(PASSWORD);
+    await p.getByLabel('Code from your authenticator app').fill(code(secrets.support!));
+    await p.getByRole('button', { name: 'Sign in' }).click();
+    expect(await p.getByRole('alert').textContent()).toContain('Wrong username, password or code');
+    await ctx.close();
+  }, 120_000);
 });
