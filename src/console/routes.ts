@@ -24,7 +24,7 @@ import { closeConsoleSession, consoleCsrfMatches, loadConsoleSession, openConsol
  */
 export const CONSOLE_SIGN_IN_FAILURES_PER_MINUTE = 10;
 /** The portal's stylesheet, and long merchant-supplied values wrap inside their cells. */
-const CONSOLE_CSS = `${PORTAL_CSS}\ntd,.grid div{overflow-wrap:anywhere}main{max-width:1240px}header .muted{color:#c9d1d9}\n`;
+const CONSOLE_CSS = `${PORTAL_CSS}\ntd,.grid div{overflow-wrap:anywhere}main{max-width:1240px}header .muted{color:#c9d1d9}.badge,button,td.num,.nowrap{overflow-wrap:normal;white-space:nowrap}\n`;
 const PUBLIC = new Set(['/console/login', '/console/bootstrap', '/console/assets/console.css']);
 
 export function consoleRoutes(ctx: AppContext) {

@@ -66,7 +66,7 @@ ${apiKeys.map((k) => html`<tr><td class="mono">${k.client_id}</td><td>${k.permis
 <h2>PIX keys</h2><p>${pixKeys.length ? pixKeys.map((k) => html`<span class="badge">${k.type}</span> <span class="mono">${k.key}</span> `) : 'none'}</p>
 <h2>Webhooks</h2>${webhookTable(req, kit, hooks)}
 <h2>Recent transactions</h2><div class="scroll"><table data-testid="recent"><thead><tr><th>When</th><th>Transaction</th><th>Kind</th><th>Status</th><th class="num">Amount</th><th>Description</th></tr></thead><tbody>
-${txs.map((t) => html`<tr><td>${at(t.created_at)}</td><td><a class="mono" href="/console/transactions/${t.transaction_id}">${t.transaction_id}</a></td><td>${t.kind}</td><td><span class="badge ${t.statement_status}">${t.statement_status}</span></td><td class="num">${t.direction === 'outbound' ? '−' : ''}${brl(t.amount)}</td><td>${t.description}</td></tr>`)}</tbody></table></div>`;
+${txs.map((t) => html`<tr><td>${at(t.created_at)}</td><td><a class="mono" href="/console/transactions/${t.transaction_id}">${t.transaction_id}</a></td><td class="nowrap">${t.kind}</td><td><span class="badge ${t.statement_status}">${t.statement_status}</span></td><td class="num">${t.direction === 'outbound' ? '−' : ''}${brl(t.amount)}</td><td>${t.description}</td></tr>`)}</tbody></table></div>`;
     return page(reply, layout(req, head.name, body));
   });
 
