@@ -88,7 +88,7 @@ img.qr{width:240px;height:240px;image-rendering:pixelated;border:1px solid var(-
 pre{white-space:pre-wrap;word-break:break-all;background:#f6f8fa;padding:.5rem;border-radius:6px;font-size:.85rem;max-height:16rem;overflow:auto}
 .login{max-width:420px;margin:8vh auto}
 .lang{display:flex;gap:.6rem}.lang a{color:#c9d1d9;font-size:.9rem}.lang a[aria-current]{color:#fff;font-weight:650;text-decoration:none}
-footer{max-width:1100px;margin:0 auto;padding:.5rem 1rem 1.5rem;font-size:.85rem}
+footer{max-width:1100px;margin:0 auto;padding:.5rem 1rem 1.5rem;font-size:.85rem}footer form.zone{display:flex;flex-wrap:wrap;gap:.4rem;align-items:center}footer form.zone label{display:flex;flex-wrap:wrap;gap:.4rem;align-items:center;font-weight:400}footer select,footer button{font-size:.85rem;padding:.2rem .4rem}
 table.fields th{width:12rem}table.fields td{overflow-wrap:anywhere}.actions{display:flex;flex-wrap:wrap;gap:.6rem;align-items:center}.prose{white-space:pre-wrap;overflow-wrap:anywhere}
 td.party{overflow-wrap:anywhere}.show-sm{display:none}
 .receipt{max-width:760px}.receipt-amount{font-size:2rem;font-weight:700;margin:.2rem 0}
