@@ -65,7 +65,7 @@ th,td{text-align:left;padding:.45rem .5rem;border-bottom:1px solid var(--line);v
 th{font-size:.85rem;color:var(--muted);font-weight:600}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .scroll{overflow-x:auto;border:1px solid var(--line);border-radius:8px}
-form.stack{display:grid;gap:.7rem;max-width:520px}
+form.stack{display:grid;gap:.7rem;max-width:520px;align-content:start}
 form.inline{display:flex;flex-wrap:wrap;gap:.5rem;align-items:end}
 label{display:grid;gap:.2rem;font-weight:600;font-size:.92rem}
 label.check{display:flex;gap:.4rem;align-items:center;font-weight:400}
