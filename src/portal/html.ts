@@ -1,5 +1,3 @@
-import { formatBrl } from './i18n.js';
-
 /**
  * Server-side HTML for the merchant portal: a tagged template that escapes every interpolated
  * value unless it is already `Html` (built by this module), so a value can only reach the page as
@@ -31,18 +29,6 @@ export function html(strings: TemplateStringsArray, ...values: Value[]): Html {
   let out = strings[0]!;
   for (let i = 0; i < values.length; i++) out += render(values[i]!) + strings[i + 1]!;
   return new Html(out);
-}
-
-/** Base units (cents × 100) as `R$ 1.234,56` (rounded toward zero to the cent; i18n.ts formatBrl). */
-export function brl(baseUnits: number | null | undefined): string {
-  if (baseUnits === null || baseUnits === undefined) return '';
-  return formatBrl(baseUnits);
-}
-
-/** An ISO date as `2026-11-23 09:15 UTC`. */
-export function when(iso: string | null | undefined): string {
-  if (!iso) return '';
-  return `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
 }
 
 /** Reais typed in a form (`12,34`, `12.34`, `1.234,56`, `12`) as integer cents, or null. */

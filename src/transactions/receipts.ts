@@ -78,10 +78,13 @@ function signedText(f: ReceiptFields): string {
 }
 
 async function keyOf(sql: Sql, id: number): Promise<Buffer | undefined> {
-  if (id === CURRENT_KEY_ID) {
+  const read = async () => (await sql.query<{ secret: Uint8Array }>('SELECT secret FROM receipt_keys WHERE id = $1', [id]))[0];
+  let row = await read();
+  if (!row && id === CURRENT_KEY_ID) {
+    // First use: one of several concurrent inserts wins; every one then reads the winner's key.
     await sql.query('INSERT INTO receipt_keys (id, secret) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING', [id, randomBytes(32)]);
+    row = await read();
   }
-  const [row] = await sql.query<{ secret: Uint8Array }>('SELECT secret FROM receipt_keys WHERE id = $1', [id]);
   return row ? Buffer.from(row.secret) : undefined;
 }
 

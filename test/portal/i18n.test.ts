@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dictionary, formatBrl, formatCents, formatDate, formatDateTime, formatDateTimeZone, localeOf, negotiateLocale } from '../../src/portal/i18n.js';
+import { dictionary, parseZonedDateTime, toZonedInput, formatBrl, formatCents, formatDate, formatDateTime, formatDateTimeZone, localeOf, negotiateLocale } from '../../src/portal/i18n.js';
 import { portalReturnPath } from '../../src/portal/routes.js';
+import { describeRefusal, reaisField } from '../../src/portal/errors.js';
+import { DomainError, invalidFields } from '../../src/errors/catalog.js';
+import { HttpError } from '../../src/http/errors.js';
 import { merchantWithKey, type MerchantFixture } from '../helpers/client.js';
 import { SIM_FAST } from '../helpers/pix.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -53,10 +56,45 @@ describe('portal i18n: the mechanism', () => {
     expect(formatDateTime('not a date', pt)).toBe('');
   });
 
+  it("reads a wall-clock time typed in the merchant's zone", () => {
+    expect(parseZonedDateTime('2026-11-27T14:05', 'America/Sao_Paulo')!.toISOString()).toBe('2026-11-27T17:05:00.000Z');
+    expect(parseZonedDateTime('2026-11-27', 'America/Sao_Paulo')!.toISOString()).toBe('2026-11-27T03:00:00.000Z');
+    expect(parseZonedDateTime('2026-07-01T12:00', 'Europe/Lisbon')!.toISOString()).toBe('2026-07-01T11:00:00.000Z'); // summer time
+    expect(toZonedInput(new Date('2026-11-27T17:05:00Z'), 'America/Sao_Paulo')).toBe('2026-11-27T14:05');
+    for (const bad of ['2026-02-30T10:00', '2026-11-27T24:00', 'yesterday', '', undefined]) expect(parseZonedDateTime(bad, 'UTC')).toBeNull();
+  });
+
   it('a dictionary answers in the language asked for, with arguments', () => {
     const d = dictionary({ hello: 'Hello', items: (n: number) => `${n} items` }, { hello: 'Olá', items: (n) => `${n} itens` });
     expect(d('en').hello).toBe('Hello');
     expect(d({ locale: 'pt-BR', timeZone: 'UTC' }).items(3)).toBe('3 itens');
+  });
+
+  it('names field errors by field (never an array index), with labels, in both languages', () => {
+    const en = localeOf({}, 'en');
+    const pt = localeOf({}, 'pt-BR');
+    const events = new DomainError('invalid_events', { message: "can't be blank" });
+    expect(describeRefusal(events, en, { events: 'Events' })).toMatchObject({ text: "Check the fields marked below. Events: can't be blank.", fields: { events: ["can't be blank"] }, status: 400 });
+    expect(describeRefusal(events, pt, { events: 'Eventos' })!.text).toBe('Confira os campos indicados abaixo. Eventos: não pode ficar em branco.');
+    // the same refusal as the API's body (an HttpError), read by field name too
+    const body = describeRefusal(new HttpError(400, { errors: { events: ["can't be blank"] } }), en, { events: 'Events' })!;
+    expect(body.text).not.toMatch(/\b0 /);
+    expect(body.fields).toEqual({ events: ["can't be blank"] });
+    const map = describeRefusal(invalidFields({ amount: ['is required'], description: ['is too long (maximum is 140 characters)'] }), pt, { amount: 'Valor (R$)' })!;
+    expect(map.fields).toEqual({ amount: ['é obrigatório'], description: ['é longo demais (máximo de 140 caracteres)'] });
+    expect(map.text).toBe('Confira os campos indicados abaixo. Valor (R$): é obrigatório; description: é longo demais (máximo de 140 caracteres).');
+    // a code about one field is that field's error when the form has it; otherwise the summary
+    const unknownKey = new DomainError('destination_not_found', { detail: 'Key not registered in the directory' });
+    expect(describeRefusal(unknownKey, pt, { pix_key: 'Chave PIX' })!.fields).toEqual({ pix_key: ['Chave não cadastrada no diretório'] });
+    expect(describeRefusal(unknownKey, en)!.text).toBe('Key not registered in the directory');
+    expect(describeRefusal(new Error('database gone'), en)).toBeUndefined(); // a fault, not a refusal
+  });
+
+  it('reads reais or gives the field its error', () => {
+    expect(reaisField({ amount: '1.234,56' }, 'amount')).toBe(123_456);
+    expect(reaisField({ amount: ' ' }, 'amount', true)).toBeUndefined();
+    expect(() => reaisField({ amount: 'abc' }, 'amount')).toThrow(expect.objectContaining({ fields: { amount: ['must be an amount in reais, like 25,00'] } }));
+    expect(() => reaisField({}, 'amount')).toThrow(expect.objectContaining({ fields: { amount: ['is required'] } }));
   });
 
   it('the switch only comes back to a path of the portal', () => {

@@ -145,6 +145,11 @@ describe.skipIf(!haveChromium)('merchant portal (issue 28) in chromium', () => {
           await p.goto(`${s.url}${path}`);
           expect(await p.locator('html').getAttribute('lang')).toBe(lang);
           await noXss(p);
+          if (lang === 'pt-BR') {
+            // every text of the page from its Portuguese dictionary: none of the English words left
+            const text = await p.locator('body').innerText();
+            expect({ name, english: text.match(/\b(Amount|Status|Description|Sign out|Balance|Statement|Events|Delete|Submit|Transaction|Created|Payer|Receiver|Not found)\b/g) }).toEqual({ name, english: null });
+          }
           await shot(name);
         }
         // The statement's Amount column is on screen; every event checkbox stays inside its fieldset.
@@ -196,6 +201,9 @@ describe.skipIf(!haveChromium)('merchant portal (issue 28) in chromium', () => {
     // lower case and without dashes is the same code
     await anon.goto(`${s.url}/portal/receipts/verify?e2e=${payoutE2e}&code=${code.replaceAll('-', '').toLowerCase()}`);
     expect(await anon.getByTestId('verdict').getAttribute('data-valid')).toBe('true');
+    // what the visitor typed comes back as text
+    await anon.goto(`${s.url}/portal/receipts/verify?e2e=${encodeURIComponent(XSS)}&code=${encodeURIComponent(XSS)}`);
+    await noXss(anon);
     const last = code.at(-1) === 'A' ? 'B' : 'A';
     for (const [e2e, c] of [
       [payoutE2e, code.slice(0, -1) + last], // tampered code
