@@ -65,7 +65,7 @@ th,td{text-align:left;padding:.45rem .5rem;border-bottom:1px solid var(--line);v
 th{font-size:.85rem;color:var(--muted);font-weight:600}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .scroll{overflow-x:auto;border:1px solid var(--line);border-radius:8px}
-form.stack{display:grid;gap:.7rem;max-width:520px}
+form.stack{display:grid;gap:.7rem;max-width:520px;align-content:start}
 form.inline{display:flex;flex-wrap:wrap;gap:.5rem;align-items:end}
 label{display:grid;gap:.2rem;font-weight:600;font-size:.92rem}
 label.check{display:flex;gap:.4rem;align-items:center;font-weight:400}
@@ -88,7 +88,7 @@ img.qr{width:240px;height:240px;image-rendering:pixelated;border:1px solid var(-
 pre{white-space:pre-wrap;word-break:break-all;background:#f6f8fa;padding:.5rem;border-radius:6px;font-size:.85rem;max-height:16rem;overflow:auto}
 .login{max-width:420px;margin:8vh auto}
 .lang{display:flex;gap:.6rem}.lang a{color:#c9d1d9;font-size:.9rem}.lang a[aria-current]{color:#fff;font-weight:650;text-decoration:none}
-footer{max-width:1100px;margin:0 auto;padding:.5rem 1rem 1.5rem;font-size:.85rem}
+footer{max-width:1100px;margin:0 auto;padding:.5rem 1rem 1.5rem;font-size:.85rem}footer form.zone{display:flex;flex-wrap:wrap;gap:.4rem;align-items:center}footer form.zone label{display:flex;flex-wrap:wrap;gap:.4rem;align-items:center;font-weight:400}footer select,footer button{font-size:.85rem;padding:.2rem .4rem}
 table.fields th{width:12rem}table.fields td{overflow-wrap:anywhere}.actions{display:flex;flex-wrap:wrap;gap:.6rem;align-items:center}.prose{white-space:pre-wrap;overflow-wrap:anywhere}
 td.party{overflow-wrap:anywhere}.show-sm{display:none}
 .receipt{max-width:760px}.receipt-amount{font-size:2rem;font-weight:700;margin:.2rem 0}

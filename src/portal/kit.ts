@@ -116,6 +116,22 @@ function languageSwitch(req: FastifyRequest): Html {
   )}</span>`;
 }
 
+/** The zones of Brazil (and UTC) offered by the footer's time-zone switch. */
+export const BRAZIL_ZONES = [
+  'America/Sao_Paulo', 'America/Bahia', 'America/Fortaleza', 'America/Recife', 'America/Belem', 'America/Manaus', 'America/Cuiaba',
+  'America/Porto_Velho', 'America/Boa_Vista', 'America/Rio_Branco', 'America/Noronha', 'UTC',
+] as const;
+
+/** The footer: which zone the page's times are in, and a GET form to choose another (/portal/language?tz=…). */
+function zoneSwitch(req: FastifyRequest): Html {
+  const m = common(req.i18n);
+  const back = req.url.length <= 1024 && req.method === 'GET' ? req.url : '/portal';
+  const zones: readonly string[] = BRAZIL_ZONES.includes(req.i18n.timeZone as (typeof BRAZIL_ZONES)[number]) ? BRAZIL_ZONES : [req.i18n.timeZone, ...BRAZIL_ZONES];
+  return html`<form class="zone" method="get" action="/portal/language"><input type="hidden" name="next" value="${back}"><label>${m.timesIn('')}<select name="tz" data-testid="tz">${zones.map(
+    (z) => html`<option${z === req.i18n.timeZone ? html` selected` : ''}>${z}</option>`,
+  )}</select></label> <button type="submit" class="secondary">${m.change}</button></form>`;
+}
+
 /** The portal's shared parts; `withSandbox` adds the sandbox panel to the navigation. */
 export function portalKit(ctx: AppContext, withSandbox: boolean): Portal {
   const nav: NavItem[] = withSandbox ? [...NAV, { path: '/portal/sandbox', label: 'navSandbox', permission: SANDBOX_PERMISSIONS }] : NAV;
@@ -137,7 +153,7 @@ export function portalKit(ctx: AppContext, withSandbox: boolean): Portal {
     }</header>
 ${links.length ? html`<nav aria-label="Portal">${links.map((n) => html`<a href="${n.path}"${n.path === current ? html` aria-current="page"` : ''}>${m[n.label]}</a>`)}</nav>` : ''}
 <main id="main">${s?.flash ? html`<div class="flash ${s.flash.kind}" role="${s.flash.kind === 'error' ? 'alert' : 'status'}">${s.flash.text}</div>` : ''}
-<h1>${title}</h1>${body}</main><footer class="muted">${m.timesIn(req.i18n.timeZone)}</footer></body></html>`.text;
+<h1>${title}</h1>${body}</main><footer class="muted no-print">${zoneSwitch(req)}</footer></body></html>`.text;
   };
 
   const page = (reply: FastifyReply, text: string, status = 200) => reply.code(status).type('text/html; charset=utf-8').send(text);

@@ -164,7 +164,8 @@ export async function transactionTimeline(deps: TimelineDeps, accountId: number,
       ...cases.flatMap((c) => BY_INFRACTION.map((k) => `${k}:${c.id}`)),
     ];
     const applied = await db.query<{ notification_id: string; kind: string; processed_at: Date }>(
-      'SELECT notification_id, kind, processed_at FROM rail_inbox WHERE notification_id = ANY($1::text[])',
+      // One row per notification (rows migrated into the day partitions may be recorded under two days).
+      'SELECT DISTINCT ON (notification_id) notification_id, kind, processed_at FROM rail_inbox WHERE notification_id = ANY($1::text[]) ORDER BY notification_id, processed_at',
       [ids],
     );
     for (const r of applied) entries.push({ kind: 'rail', at: isoZ(r.processed_at)!, message: r.kind, detail: { notification_id: r.notification_id } });

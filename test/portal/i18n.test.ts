@@ -143,11 +143,25 @@ describe('portal i18n over HTTP', () => {
     portal.acceptLanguage = 'pt-BR';
     const pt = await portal.get('/portal/balance');
     expect(pt.text).toContain('<html lang="pt-BR">');
-    expect(pt.text).toContain('Horários em America/Sao_Paulo');
+    expect(pt.text).toContain('Horários em <select name="tz" data-testid="tz"><option selected>America/Sao_Paulo</option>');
     expect(pt.text).toContain('href="/portal/language?to=en&amp;next=%2Fportal%2Fbalance"');
     portal.acceptLanguage = 'en';
     const en = await portal.get('/portal/balance');
     expect(en.text).toContain('<html lang="en">');
-    expect(en.text).toContain('Times in America/Sao_Paulo');
+    expect(en.text).toContain('Times in <select name="tz" data-testid="tz"><option selected>America/Sao_Paulo</option>');
+  });
+
+  it("the footer's zone switch sets the zone the dates are shown in", async () => {
+    const portal = await PortalHttp.signIn(s.url, a.client.clientId, a.client.clientSecret);
+    const [deposit] = await s.ctx.db.query<{ created_at: Date }>('SELECT created_at FROM transactions WHERE account_id = $1', [a.accountId]);
+    const sp = await portal.get('/portal/statement');
+    expect(sp.text).toContain(formatDateTime(deposit!.created_at, { locale: 'en', timeZone: 'America/Sao_Paulo' }));
+    const sw = await fetch(`${s.url}/portal/language?tz=America/Manaus&next=/portal/statement`, { redirect: 'manual' });
+    expect(sw.headers.get('set-cookie')).toMatch(/^pixgate_tz=America\/Manaus; Path=\/portal; SameSite=Lax/);
+    portal.cookie = `${portal.cookie}; ${sw.headers.get('set-cookie')!.split(';')[0]}`;
+    const manaus = await portal.get('/portal/statement');
+    expect(manaus.text).toContain(formatDateTime(deposit!.created_at, { locale: 'en', timeZone: 'America/Manaus' }));
+    expect(manaus.text).toContain('<option selected>America/Manaus</option>');
+    expect(formatDateTime(deposit!.created_at, { locale: 'en', timeZone: 'America/Manaus' })).not.toBe(formatDateTime(deposit!.created_at, { locale: 'en', timeZone: 'America/Sao_Paulo' }));
   });
 });
