@@ -214,6 +214,11 @@ describe.skipIf(!haveChromium)('operator console in chromium', () => {
     );
     await page.goto(`${s.url}/console/webhooks/${webhookId}`);
     expect(await page.getByTestId('deliveries').textContent()).toMatch(/webhook\.test\s*delivered/);
+    // The list as CSV: the merchant's name as a quoted cell, a leading formula character neutralised.
+    const csv = (await (await owner.request.get(`${s.url}/console/webhooks.csv`)).text()).split('\r\n');
+    expect(csv[0]).toContain('webhook_id,merchant_id,merchant_name,url');
+    expect(csv[1]).toContain(`"${webhookId}"`);
+    expect(csv[1]).toContain(`"Padaria ${XSS.replace(/"/g, '""')}"`);
     await noXss(page);
     await shot(page, 'webhook');
   });

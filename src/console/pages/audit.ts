@@ -23,7 +23,7 @@ function filterOf(q: Q, limit: number): AuditFilter {
 }
 
 /** A CSV cell: quoted, and a formula's first character neutralised (a spreadsheet must not run it). */
-function cell(v: unknown): string {
+export function cell(v: unknown): string {
   let s = v === null || v === undefined ? '' : typeof v === 'string' ? v : JSON.stringify(v);
   if (/^[=+\-@\t\r]/.test(s)) s = `'${s}`;
   return `"${s.replace(/"/g, '""')}"`;

@@ -4,6 +4,7 @@ import { html, type Html } from '../../portal/html.js';
 import { findWebhook } from '../../webhooks/endpointsRepo.js';
 import { resendDelivery, sendTestEvent } from '../../webhooks/service.js';
 import { auditedWrite } from '../audit.js';
+import { cell } from './audit.js';
 import { at, refusalText, type ConsoleKit } from '../kit.js';
 import { failedDeliveries, webhookHealth, type WebhookHealth } from '../queries.js';
 
@@ -27,7 +28,16 @@ export function webhookPages(app: FastifyInstance, kit: ConsoleKit) {
   app.get('/console/webhooks', async (req, reply) => {
     if (!allow(req, reply, 'read')) return reply;
     const hooks = await webhookHealth(ctx.db, null);
-    return page(reply, layout(req, 'Webhooks across merchants', html`<p class="muted">Failing endpoints first, then the largest backlog (deliveries of the last 30 days).</p>${webhookTable(req, kit, hooks)}`, '/console/webhooks'));
+    return page(reply, layout(req, 'Webhooks across merchants', html`<p class="muted">Failing endpoints first, then the largest backlog (deliveries of the last 30 days). <a href="/console/webhooks.csv">Export CSV</a></p>${webhookTable(req, kit, hooks)}`, '/console/webhooks'));
+  });
+
+  app.get('/console/webhooks.csv', async (req, reply) => {
+    if (!allow(req, reply, 'read')) return reply;
+    const lines = ['webhook_id,merchant_id,merchant_name,url,active,failed,pending,delivered,oldest_pending,last_status_code,last_error'];
+    for (const w of await webhookHealth(ctx.db, null)) {
+      lines.push([w.id, w.merchant_id, w.merchant_name, w.url, w.is_active, w.failed, w.pending, w.delivered, w.oldest_pending?.toISOString() ?? '', w.last_status_code, w.last_error].map(cell).join(','));
+    }
+    return reply.type('text/csv; charset=utf-8').header('content-disposition', 'attachment; filename="pixgate-webhooks.csv"').send(lines.join('\r\n') + '\r\n');
   });
 
   app.get<{ Params: { id: string } }>('/console/webhooks/:id', async (req, reply) => {
