@@ -301,7 +301,7 @@ describe.skipIf(!haveChromium)('operator console in chromium', () => {
       compliance: { audit: 200, operators: 403, deposit: 403, limits: 403, test: 403, depositForm: false },
     };
     for (const [role, want] of Object.entries(expectations)) {
-      const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+      const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, locale: 'en-US' });
       const p = await ctx.newPage();
       await signIn(p, role);
       for (const path of ['/console', `/console/accounts/${a.accountId}`, `/console/transactions/${payoutId}`, '/console/webhooks', '/console/med']) {
@@ -329,7 +329,7 @@ describe.skipIf(!haveChromium)('operator console in chromium', () => {
   }, 120_000);
 
   it('the owner disables an operator: their open session ends at once and they cannot sign in', async () => {
-    const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, locale: 'en-US' });
     const p = await ctx.newPage();
     await signIn(p, 'support');
     await page.goto(`${s.url}/console/operators`);

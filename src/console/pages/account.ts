@@ -7,9 +7,9 @@ import { limitWindows } from '../../pix/limits.js';
 import { usageIn } from '../../pix/store/limitWindows.js';
 import { one, type Form } from '../../portal/formBody.js';
 import { html, parseReais } from '../../portal/html.js';
-import { formatCents } from '../../portal/i18n.js';
+import { dictionary, formatCents } from '../../portal/i18n.js';
 import { auditedWrite } from '../audit.js';
-import { at, brl, refusalText, type ConsoleKit } from '../kit.js';
+import { brl, lang, refusalText, type ConsoleKit } from '../kit.js';
 import { accountHead, accountKeys, recentTransactions, webhookHealth } from '../queries.js';
 import { webhookTable } from './webhooks.js';
 
@@ -22,50 +22,52 @@ export function accountPages(app: FastifyInstance, kit: ConsoleKit) {
   app.get<{ Params: { id: string } }>('/console/accounts/:id', async (req, reply) => {
     if (!allow(req, reply, 'read')) return reply;
     const id = /^\d{1,15}$/.test(req.params.id) ? Number(req.params.id) : NaN;
+    const { L, at } = lang(req);
+    const t = M(L);
     const head = Number.isFinite(id) ? await accountHead(ctx.db, id) : undefined;
-    if (!head) return page(reply, layout(req, 'Account not found', html`<p>No account ${req.params.id}.</p>`), 404);
+    if (!head) return page(reply, layout(req, t.notFound, html`<p>${t.noAccount} ${req.params.id}.</p>`), 404);
     const { account, balances } = await merchants.getAccount(ctx.db, id);
     const usage = await usageIn(ctx.db, id, limitWindows(ctx.clock.now()));
     const { apiKeys, pixKeys } = await accountKeys(ctx.db, head.merchant_id, id);
     const hooks = await webhookHealth(ctx.db, head.merchant_id);
     const txs = await recentTransactions(ctx.db, id);
-    const limit = (cents: number | null) => (cents === null ? 'no limit' : formatCents(cents));
+    const limit = (cents: number | null) => (cents === null ? t.noLimit : formatCents(cents));
     const mayDeposit = operatorMay(req.console!.operator.role, 'deposit');
     const mayLimits = operatorMay(req.console!.operator.role, 'limits');
-    const body = html`<p class="muted">Merchant ${head.merchant_id} · document ${head.document} · merchant ${head.merchant_status} · account ${account.status}</p>
+    const body = html`<p class="muted">${t.merchant} ${head.merchant_id} · ${t.document} ${head.document} · ${t.merchantL} ${head.merchant_status} · ${t.account} ${account.status}</p>
 <div class="grid">
-<div class="card"><div class="label">Available</div><div class="figure" data-testid="available">${brl(balances.available)}</div></div>
-<div class="card"><div class="label">Blocked (MED)</div><div class="figure">${brl(balances.blocked)}</div></div>
-<div class="card"><div class="label">Pending (in flight)</div><div class="figure">${brl(balances.pending)}</div></div></div>
-<h2>Limits and today's usage</h2>
-<div class="scroll"><table><thead><tr><th>Limit</th><th class="num">Set to</th><th class="num">Used in the current window</th></tr></thead><tbody>
-<tr><td>One cash-out</td><td class="num">${limit(account.cash_out_max_amount_cents)}</td><td class="num">—</td></tr>
-<tr><td>Daily cash-out</td><td class="num">${limit(account.cash_out_daily_limit_cents)}</td><td class="num" data-testid="usage-day">${brl(usage.get('day') ?? 0)}</td></tr>
-<tr><td>Nighttime cash-out (20:00–06:00)</td><td class="num">${limit(account.cash_out_nighttime_limit_cents)}</td><td class="num">${brl(usage.get('night') ?? 0)}</td></tr>
-<tr><td>Fees</td><td class="num" colspan="2">cash-out ${formatCents(account.cash_out_fee_cents)} · cash-in ${formatCents(account.cash_in_fee_cents)}</td></tr></tbody></table></div>
+<div class="card"><div class="label">${t.available}</div><div class="figure" data-testid="available">${brl(balances.available)}</div></div>
+<div class="card"><div class="label">${t.blocked}</div><div class="figure">${brl(balances.blocked)}</div></div>
+<div class="card"><div class="label">${t.pending}</div><div class="figure">${brl(balances.pending)}</div></div></div>
+<h2>${t.limits}</h2>
+<div class="scroll"><table><thead><tr><th>${t.limit}</th><th class="num">${t.setTo}</th><th class="num">${t.used}</th></tr></thead><tbody>
+<tr><td>${t.one}</td><td class="num">${limit(account.cash_out_max_amount_cents)}</td><td class="num">—</td></tr>
+<tr><td>${t.daily}</td><td class="num">${limit(account.cash_out_daily_limit_cents)}</td><td class="num" data-testid="usage-day">${brl(usage.get('day') ?? 0)}</td></tr>
+<tr><td>${t.night}</td><td class="num">${limit(account.cash_out_nighttime_limit_cents)}</td><td class="num">${brl(usage.get('night') ?? 0)}</td></tr>
+<tr><td>${t.fees}</td><td class="num" colspan="2">${t.cashOut} ${formatCents(account.cash_out_fee_cents)} · ${t.cashIn} ${formatCents(account.cash_in_fee_cents)}</td></tr></tbody></table></div>
 ${
   mayLimits
     ? html`<form class="inline card" method="post" action="/console/accounts/${id}/limits">${csrf(req)}
-<label>One cash-out (R$) <input name="max" inputmode="decimal" maxlength="20" placeholder="unchanged"></label>
-<label>Daily (R$) <input name="daily" inputmode="decimal" maxlength="20" placeholder="unchanged"></label>
-<label>Nighttime (R$) <input name="night" inputmode="decimal" maxlength="20" placeholder="unchanged"></label>
-<button type="submit" class="secondary">Change the limits</button></form>`
+<label>${t.oneR} <input name="max" inputmode="decimal" maxlength="20" placeholder="${t.unchanged}"></label>
+<label>${t.dailyR} <input name="daily" inputmode="decimal" maxlength="20" placeholder="${t.unchanged}"></label>
+<label>${t.nightR} <input name="night" inputmode="decimal" maxlength="20" placeholder="${t.unchanged}"></label>
+<button type="submit" class="secondary">${t.change}</button></form>`
     : ''
 }
 ${
   mayDeposit
-    ? html`<h2>Deposit</h2><form class="stack card" method="post" action="/console/accounts/${id}/deposit">${csrf(req)}
+    ? html`<h2>${t.deposit}</h2><form class="stack card" method="post" action="/console/accounts/${id}/deposit">${csrf(req)}
 <input type="hidden" name="idempotency_id" value="${randomUUID()}">
-<label>Amount (R$) <input name="amount" inputmode="decimal" required maxlength="20" placeholder="1.234,56"></label>
-<label>Reason (kept in the audit log and shown on the merchant's statement) <input name="reason" required maxlength="140"></label>
-<button type="submit">Credit the deposit</button><p class="muted">This form credits once: sending it again (a double click, a reload) answers the first deposit.</p></form>`
+<label>${t.amountR} <input name="amount" inputmode="decimal" required maxlength="20" placeholder="1.234,56"></label>
+<label>${t.reason} <input name="reason" required maxlength="140"></label>
+<button type="submit">${t.credit}</button><p class="muted">${t.once}</p></form>`
     : ''
 }
-<h2>API keys</h2><div class="scroll"><table><thead><tr><th>Client id</th><th>Permissions</th><th>Active</th><th>Last use</th></tr></thead><tbody>
-${apiKeys.map((k) => html`<tr><td class="mono">${k.client_id}</td><td>${k.permissions.join(', ')}</td><td>${k.active ? 'yes' : 'revoked'}</td><td>${k.last_used_at ? html`${at(k.last_used_at)} · ${k.last_used_ip}` : 'never'}</td></tr>`)}</tbody></table></div>
-<h2>PIX keys</h2><p>${pixKeys.length ? pixKeys.map((k) => html`<span class="badge">${k.type}</span> <span class="mono">${k.key}</span> `) : 'none'}</p>
+<h2>${t.apiKeys}</h2><div class="scroll"><table><thead><tr><th>${t.clientId}</th><th>${t.permissions}</th><th>${t.active}</th><th>${t.lastUse}</th></tr></thead><tbody>
+${apiKeys.map((k) => html`<tr><td class="mono">${k.client_id}</td><td>${k.permissions.join(', ')}</td><td>${k.active ? t.yes : t.revoked}</td><td>${k.last_used_at ? html`${at(k.last_used_at)} · ${k.last_used_ip}` : t.never}</td></tr>`)}</tbody></table></div>
+<h2>${t.pixKeys}</h2><p>${pixKeys.length ? pixKeys.map((k) => html`<span class="badge">${k.type}</span> <span class="mono">${k.key}</span> `) : t.none}</p>
 <h2>Webhooks</h2>${webhookTable(req, kit, hooks)}
-<h2>Recent transactions</h2><div class="scroll"><table data-testid="recent"><thead><tr><th>When</th><th>Transaction</th><th>Kind</th><th>Status</th><th class="num">Amount</th><th>Description</th></tr></thead><tbody>
+<h2>${t.recent}</h2><div class="scroll"><table data-testid="recent"><thead><tr><th>${t.when}</th><th>${t.transaction}</th><th>${t.kind}</th><th>${t.status}</th><th class="num">${t.amount}</th><th>${t.description}</th></tr></thead><tbody>
 ${txs.map((t) => html`<tr><td>${at(t.created_at)}</td><td><a class="mono" href="/console/transactions/${t.transaction_id}">${t.transaction_id}</a></td><td class="nowrap">${t.kind}</td><td><span class="badge ${t.statement_status}">${t.statement_status}</span></td><td class="num">${t.direction === 'outbound' ? '−' : ''}${brl(t.amount)}</td><td>${t.description}</td></tr>`)}</tbody></table></div>`;
     return page(reply, layout(req, head.name, body));
   });
@@ -75,20 +77,22 @@ ${txs.map((t) => html`<tr><td>${at(t.created_at)}</td><td><a class="mono" href="
     const back = `/console/accounts/${encodeURIComponent(req.params.id)}`;
     const id = /^\d{1,15}$/.test(req.params.id) ? Number(req.params.id) : NaN;
     const f = req.body as Form;
+    const { L } = lang(req);
+    const t = M(L);
     const patch: AccountPatch = {};
     for (const [field, column] of [['max', 'cash_out_max_amount_cents'], ['daily', 'cash_out_daily_limit_cents'], ['night', 'cash_out_nighttime_limit_cents']] as const) {
       const text = (one(f, field) ?? '').trim();
       if (!text) continue;
       const cents = parseReais(text);
-      if (cents === null) return flashAndBack(req, reply, 'error', `${field}: type reais, as 1.234,56.`, back);
+      if (cents === null) return flashAndBack(req, reply, 'error', t.typeReais(field), back);
       patch[column] = cents;
     }
-    if (!Number.isFinite(id) || Object.keys(patch).length === 0) return flashAndBack(req, reply, 'error', 'Nothing to change.', back);
+    if (!Number.isFinite(id) || Object.keys(patch).length === 0) return flashAndBack(req, reply, 'error', t.nothing, back);
     try {
       await auditedWrite(ctx, req, `operator:${req.console!.operator.username}`, { account_id: id, ...patch }, () => merchants.updateAccount(ctx.db, id, patch));
-      return flashAndBack(req, reply, 'ok', 'Limits changed.', back);
+      return flashAndBack(req, reply, 'ok', t.changed, back);
     } catch (err) {
-      return flashAndBack(req, reply, 'error', refusalText(err), back);
+      return flashAndBack(req, reply, 'error', refusalText(err, L), back);
     }
   });
 
@@ -97,12 +101,14 @@ ${txs.map((t) => html`<tr><td>${at(t.created_at)}</td><td><a class="mono" href="
     const back = `/console/accounts/${encodeURIComponent(req.params.id)}`;
     const id = /^\d{1,15}$/.test(req.params.id) ? Number(req.params.id) : NaN;
     const f = req.body as Form;
+    const { L } = lang(req);
+    const t = M(L);
     const key = one(f, 'idempotency_id') ?? '';
     const cents = parseReais(one(f, 'amount'));
     const reason = (one(f, 'reason') ?? '').trim();
-    if (!Number.isFinite(id) || !IDEMPOTENCY_ID.test(key)) return flashAndBack(req, reply, 'error', 'The form was out of date (no idempotency id): reload it.', back);
-    if (cents === null || cents <= 0) return flashAndBack(req, reply, 'error', 'Amount: type reais, as 1.234,56.', back);
-    if (!reason || reason.length > 140) return flashAndBack(req, reply, 'error', 'Reason: required, at most 140 characters.', back);
+    if (!Number.isFinite(id) || !IDEMPOTENCY_ID.test(key)) return flashAndBack(req, reply, 'error', t.outOfDate, back);
+    if (cents === null || cents <= 0) return flashAndBack(req, reply, 'error', t.typeReais(t.amount), back);
+    if (!reason || reason.length > 140) return flashAndBack(req, reply, 'error', t.reasonRequired, back);
     const who = `operator:${req.console!.operator.username}`;
     try {
       const r = await auditedWrite(
@@ -113,10 +119,45 @@ ${txs.map((t) => html`<tr><td>${at(t.created_at)}</td><td><a class="mono" href="
         () => merchants.deposit(ctx.db, ctx.clock, { accountId: id, amountCents: cents, description: reason, idempotencyKey: `console:${key}` }),
         (d) => ({ transaction_id: d.transactionId, replayed: d.replayed }),
       );
-      const text = r.replayed ? `This form was sent before: the deposit ${r.transactionId} was credited once (${brl(r.amount)}).` : `Deposit ${r.transactionId} of ${brl(r.amount)} credited.`;
+      const text = r.replayed ? t.replayed(r.transactionId, brl(r.amount)) : t.credited(r.transactionId, brl(r.amount));
       return flashAndBack(req, reply, 'ok', text, back);
     } catch (err) {
-      return flashAndBack(req, reply, 'error', refusalText(err), back);
+      return flashAndBack(req, reply, 'error', refusalText(err, L), back);
     }
   });
 }
+
+const M = dictionary(
+  {
+    notFound: 'Account not found', noAccount: 'No account', noLimit: 'no limit', merchant: 'Merchant', document: 'document', merchantL: 'merchant',
+    account: 'account', available: 'Available', blocked: 'Blocked (MED)', pending: 'Pending (in flight)', limits: "Limits and today's usage",
+    limit: 'Limit', setTo: 'Set to', used: 'Used in the current window', one: 'One cash-out', daily: 'Daily cash-out',
+    night: 'Nighttime cash-out (20:00–06:00)', fees: 'Fees', cashOut: 'cash-out', cashIn: 'cash-in', oneR: 'One cash-out (R$)', dailyR: 'Daily (R$)',
+    nightR: 'Nighttime (R$)', unchanged: 'unchanged', change: 'Change the limits', deposit: 'Deposit', amountR: 'Amount (R$)',
+    reason: "Reason (kept in the audit log and shown on the merchant's statement)", credit: 'Credit the deposit',
+    once: 'This form credits once: sending it again (a double click, a reload) answers the first deposit.',
+    apiKeys: 'API keys', clientId: 'Client id', permissions: 'Permissions', active: 'Active', lastUse: 'Last use', yes: 'yes', revoked: 'revoked',
+    never: 'never', pixKeys: 'PIX keys', none: 'none', recent: 'Recent transactions', when: 'When', transaction: 'Transaction', kind: 'Kind',
+    status: 'Status', amount: 'Amount', description: 'Description', nothing: 'Nothing to change.', changed: 'Limits changed.',
+    outOfDate: 'The form was out of date (no idempotency id): reload it.', reasonRequired: 'Reason: required, at most 140 characters.',
+    typeReais: (field: string) => `${field}: type reais, as 1.234,56.`,
+    replayed: (id: string, amount: string) => `This form was sent before: the deposit ${id} was credited once (${amount}).`,
+    credited: (id: string, amount: string) => `Deposit ${id} of ${amount} credited.`,
+  },
+  {
+    notFound: 'Conta não encontrada', noAccount: 'Não há a conta', noLimit: 'sem limite', merchant: 'Comerciante', document: 'documento', merchantL: 'comerciante',
+    account: 'conta', available: 'Disponível', blocked: 'Bloqueado (MED)', pending: 'Pendente (em trânsito)', limits: 'Limites e uso de hoje',
+    limit: 'Limite', setTo: 'Definido', used: 'Usado na janela atual', one: 'Um cash-out', daily: 'Cash-out diário',
+    night: 'Cash-out noturno (20:00–06:00)', fees: 'Tarifas', cashOut: 'cash-out', cashIn: 'cash-in', oneR: 'Um cash-out (R$)', dailyR: 'Diário (R$)',
+    nightR: 'Noturno (R$)', unchanged: 'sem alteração', change: 'Alterar os limites', deposit: 'Depósito', amountR: 'Valor (R$)',
+    reason: 'Motivo (guardado no registro de auditoria e mostrado no extrato do comerciante)', credit: 'Creditar o depósito',
+    once: 'Este formulário credita uma vez: enviá-lo de novo (clique duplo, recarregar) responde o primeiro depósito.',
+    apiKeys: 'Chaves de API', clientId: 'Client id', permissions: 'Permissões', active: 'Ativa', lastUse: 'Último uso', yes: 'sim', revoked: 'revogada',
+    never: 'nunca', pixKeys: 'Chaves PIX', none: 'nenhuma', recent: 'Transações recentes', when: 'Quando', transaction: 'Transação', kind: 'Tipo',
+    status: 'Situação', amount: 'Valor', description: 'Descrição', nothing: 'Nada a alterar.', changed: 'Limites alterados.',
+    outOfDate: 'O formulário estava desatualizado (sem id de idempotência): recarregue-o.', reasonRequired: 'Motivo: obrigatório, no máximo 140 caracteres.',
+    typeReais: (field: string) => `${field}: digite reais, como 1.234,56.`,
+    replayed: (id: string, amount: string) => `Este formulário já foi enviado: o depósito ${id} foi creditado uma vez (${amount}).`,
+    credited: (id: string, amount: string) => `Depósito ${id} de ${amount} creditado.`,
+  },
+);

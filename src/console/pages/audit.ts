@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { html } from '../../portal/html.js';
-import { parseZonedDateTime } from '../../portal/i18n.js';
-import { at, type ConsoleKit } from '../kit.js';
+import { dictionary, parseZonedDateTime } from '../../portal/i18n.js';
+import { lang, type ConsoleKit } from '../kit.js';
 import { auditRows, type AuditFilter } from '../queries.js';
 
 const PAGE = 50;
@@ -36,21 +36,23 @@ export function auditPages(app: FastifyInstance, kit: ConsoleKit) {
   app.get<{ Querystring: Q }>('/console/audit', async (req, reply) => {
     if (!allow(req, reply, 'audit:read')) return reply;
     const q = req.query;
+    const { L, at } = lang(req);
+    const t = M(L);
     const rows = await auditRows(ctx.db, filterOf(q, PAGE));
     const params = (extra: Record<string, string>) =>
       new URLSearchParams({ ...Object.fromEntries(Object.entries(q).filter(([k, v]) => k !== 'before' && typeof v === 'string')), ...extra }).toString();
     const body = html`<form class="inline card" method="get" action="/console/audit">
-<label>Operator <input name="operator" value="${q.operator ?? ''}" maxlength="100" placeholder="username"></label>
-<label>Action <input name="action" value="${q.action ?? ''}" maxlength="100" placeholder="deposit, test, …"></label>
-<label>From <input type="datetime-local" name="from" value="${q.from ?? ''}"></label>
-<label>To <input type="datetime-local" name="to" value="${q.to ?? ''}"></label>
-<button type="submit">Filter</button> <a class="button" href="/console/audit.csv?${params({})}">Export CSV</a></form>
-<div class="scroll"><table data-testid="audit"><thead><tr><th>When (São Paulo)</th><th>Who</th><th>Action</th><th>Target</th><th>Status</th><th>From</th></tr></thead><tbody>
+<label>${t.operator} <input name="operator" value="${q.operator ?? ''}" maxlength="100" placeholder="${t.username}"></label>
+<label>${t.action} <input name="action" value="${q.action ?? ''}" maxlength="100" placeholder="deposit, test, …"></label>
+<label>${t.from} <input type="datetime-local" name="from" value="${q.from ?? ''}"></label>
+<label>${t.to} <input type="datetime-local" name="to" value="${q.to ?? ''}"></label>
+<button type="submit">${t.filter}</button> <a class="button" href="/console/audit.csv?${params({})}">${t.csv}</a></form>
+<div class="scroll"><table data-testid="audit"><thead><tr><th>${t.when}</th><th>${t.who}</th><th>${t.action}</th><th>${t.target}</th><th>${t.status}</th><th>${t.ip}</th></tr></thead><tbody>
 ${rows.map(
   (r) => html`<tr><td>${at(r.at)}</td><td>${r.actor}</td><td class="mono">${r.method} ${r.route}</td><td class="mono">${JSON.stringify(r.target)}</td><td>${r.status ?? '—'}</td><td class="mono">${r.client_ip}</td></tr>`,
 )}</tbody></table></div>
-${rows.length === PAGE ? html`<p><a href="/console/audit?${params({ before: String(rows[rows.length - 1]!.id) })}">Older entries</a></p>` : ''}`;
-    return page(reply, layout(req, 'Audit log', body, '/console/audit'));
+${rows.length === PAGE ? html`<p><a href="/console/audit?${params({ before: String(rows[rows.length - 1]!.id) })}">${t.older}</a></p>` : ''}`;
+    return page(reply, layout(req, t.title, body, '/console/audit'));
   });
 
   app.get<{ Querystring: Q }>('/console/audit.csv', async (req, reply) => {
@@ -64,3 +66,14 @@ ${rows.length === PAGE ? html`<p><a href="/console/audit?${params({ before: Stri
       .send(lines.join('\r\n') + '\r\n');
   });
 }
+
+const M = dictionary(
+  {
+    title: 'Audit log', operator: 'Operator', username: 'username', action: 'Action', from: 'From', to: 'To', filter: 'Filter', csv: 'Export CSV',
+    when: 'When (São Paulo)', who: 'Who', target: 'Target', status: 'Status', ip: 'Address', older: 'Older entries',
+  },
+  {
+    title: 'Registro de auditoria', operator: 'Operador', username: 'usuário', action: 'Ação', from: 'De', to: 'Até', filter: 'Filtrar', csv: 'Exportar CSV',
+    when: 'Quando (São Paulo)', who: 'Quem', target: 'Alvo', status: 'Situação', ip: 'Endereço', older: 'Registros mais antigos',
+  },
+);

@@ -5,20 +5,23 @@ import { findWebhook } from '../../webhooks/endpointsRepo.js';
 import { resendDelivery, sendTestEvent } from '../../webhooks/service.js';
 import { auditedWrite } from '../audit.js';
 import { cell } from './audit.js';
-import { at, refusalText, type ConsoleKit } from '../kit.js';
+import { lang, refusalText, type ConsoleKit } from '../kit.js';
+import { dictionary } from '../../portal/i18n.js';
 import { failedDeliveries, webhookHealth, type WebhookHealth } from '../queries.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** Webhooks with their health; `webhook.test` for operators who may act on webhooks. */
 export function webhookTable(req: FastifyRequest, kit: ConsoleKit, hooks: WebhookHealth[]): Html {
-  if (!hooks.length) return html`<p class="muted">No webhooks.</p>`;
+  const { L, at } = lang(req);
+  const t = M(L);
+  if (!hooks.length) return html`<p class="muted">${t.none}</p>`;
   const act = operatorMay(req.console!.operator.role, 'webhooks:act');
-  return html`<div class="scroll"><table data-testid="webhooks"><thead><tr><th>Merchant</th><th>URL</th><th class="num">Failed</th><th class="num">Backlog</th><th>Oldest pending</th><th>Last answer</th><th></th></tr></thead><tbody>
+  return html`<div class="scroll"><table data-testid="webhooks"><thead><tr><th>${t.merchant}</th><th>URL</th><th class="num">${t.failed}</th><th class="num">${t.backlog}</th><th>${t.oldest}</th><th>${t.last}</th><th></th></tr></thead><tbody>
 ${hooks.map(
-  (w) => html`<tr data-webhook-id="${w.id}"><td>${w.merchant_name}</td><td><a class="mono" href="/console/webhooks/${w.id}">${w.url}</a>${w.description ? html`<div class="muted">${w.description}</div>` : ''}${w.is_active ? '' : html` <span class="badge">paused</span>`}</td>
+  (w) => html`<tr data-webhook-id="${w.id}"><td>${w.merchant_name}</td><td><a class="mono" href="/console/webhooks/${w.id}">${w.url}</a>${w.description ? html`<div class="muted">${w.description}</div>` : ''}${w.is_active ? '' : html` <span class="badge">${t.paused}</span>`}</td>
 <td class="num">${w.failed ? html`<span class="badge failed">${w.failed}</span>` : '0'}</td><td class="num">${w.pending}</td><td>${at(w.oldest_pending) || '—'}</td><td>${w.last_status_code ?? w.last_error ?? '—'}</td>
-<td>${act ? html`<form method="post" action="/console/webhooks/${w.id}/test">${kit.csrf(req)}<button class="secondary" type="submit">Send webhook.test</button></form>` : ''}</td></tr>`,
+<td>${act ? html`<form method="post" action="/console/webhooks/${w.id}/test">${kit.csrf(req)}<button class="secondary" type="submit">${t.sendTest}</button></form>` : ''}</td></tr>`,
 )}</tbody></table></div>`;
 }
 
@@ -28,7 +31,8 @@ export function webhookPages(app: FastifyInstance, kit: ConsoleKit) {
   app.get('/console/webhooks', async (req, reply) => {
     if (!allow(req, reply, 'read')) return reply;
     const hooks = await webhookHealth(ctx.db, null);
-    return page(reply, layout(req, 'Webhooks across merchants', html`<p class="muted">Failing endpoints first, then the largest backlog (deliveries of the last 30 days). <a href="/console/webhooks.csv">Export CSV</a></p>${webhookTable(req, kit, hooks)}`, '/console/webhooks'));
+    const t = M(lang(req).L);
+    return page(reply, layout(req, t.title, html`<p class="muted">${t.intro} <a href="/console/webhooks.csv">${t.csv}</a></p>${webhookTable(req, kit, hooks)}`, '/console/webhooks'));
   });
 
   app.get('/console/webhooks.csv', async (req, reply) => {
@@ -42,16 +46,18 @@ export function webhookPages(app: FastifyInstance, kit: ConsoleKit) {
 
   app.get<{ Params: { id: string } }>('/console/webhooks/:id', async (req, reply) => {
     if (!allow(req, reply, 'read')) return reply;
+    const { L, at } = lang(req);
+    const t = M(L);
     const w = UUID.test(req.params.id) ? await findWebhook(ctx.db, req.params.id) : undefined;
-    if (!w) return page(reply, layout(req, 'Webhook not found', html`<p>No such webhook.</p>`), 404);
+    if (!w) return page(reply, layout(req, t.notFound, html`<p>${t.noSuch}</p>`), 404);
     const act = operatorMay(req.console!.operator.role, 'webhooks:act');
     const deliveries = await failedDeliveries(ctx.db, w.id);
-    const body = html`<p><span class="mono">${w.url}</span> · merchant ${w.merchant_id} · events ${w.events.join(', ')}</p>
-${act ? html`<form method="post" action="/console/webhooks/${w.id}/test">${csrf(req)}<button type="submit">Send webhook.test</button></form>` : ''}
-<h2>Last deliveries</h2><div class="scroll"><table data-testid="deliveries"><thead><tr><th>When</th><th>Event</th><th>Status</th><th class="num">Attempts</th><th>Last answer</th><th></th></tr></thead><tbody>
+    const body = html`<p><span class="mono">${w.url}</span> · ${t.merchantL} ${w.merchant_id} · ${t.events} ${w.events.join(', ')}</p>
+${act ? html`<form method="post" action="/console/webhooks/${w.id}/test">${csrf(req)}<button type="submit">${t.sendTest}</button></form>` : ''}
+<h2>${t.lastDeliveries}</h2><div class="scroll"><table data-testid="deliveries"><thead><tr><th>${t.when}</th><th>${t.event}</th><th>${t.status}</th><th class="num">${t.attempts}</th><th>${t.last}</th><th></th></tr></thead><tbody>
 ${deliveries.map(
   (d) => html`<tr><td>${at(d.created_at)}</td><td class="mono">${d.event}</td><td><span class="badge ${d.status}">${d.status}</span></td><td class="num">${d.attempts}</td><td>${d.last_status_code ?? '—'}</td>
-<td>${act && d.status !== 'pending' ? html`<form method="post" action="/console/webhooks/${w.id}/deliveries/${d.id}/resend">${csrf(req)}<button class="secondary" type="submit">Resend</button></form>` : ''}</td></tr>`,
+<td>${act && d.status !== 'pending' ? html`<form method="post" action="/console/webhooks/${w.id}/deliveries/${d.id}/resend">${csrf(req)}<button class="secondary" type="submit">${t.resend}</button></form>` : ''}</td></tr>`,
 )}</tbody></table></div>`;
     return page(reply, layout(req, 'Webhook', body, '/console/webhooks'));
   });
@@ -59,30 +65,55 @@ ${deliveries.map(
   app.post<{ Params: { id: string } }>('/console/webhooks/:id/test', async (req, reply) => {
     if (!allow(req, reply, 'webhooks:act')) return reply;
     const back = '/console/webhooks';
+    const { L } = lang(req);
+    const t = M(L);
     const w = UUID.test(req.params.id) ? await findWebhook(ctx.db, req.params.id) : undefined;
-    if (!w) return flashAndBack(req, reply, 'error', 'No such webhook.', back);
+    if (!w) return flashAndBack(req, reply, 'error', t.noSuch, back);
     try {
       const deliveryId = await auditedWrite(ctx, req, `operator:${req.console!.operator.username}`, { webhook_id: w.id, merchant_id: w.merchant_id, event: 'webhook.test' }, () =>
         sendTestEvent(ctx, w, 'administration'), (d) => ({ delivery_id: d }),
       );
-      return flashAndBack(req, reply, 'ok', `webhook.test queued for ${w.url} (delivery ${deliveryId}).`, `/console/webhooks/${w.id}`);
+      return flashAndBack(req, reply, 'ok', t.queued(w.url, deliveryId), `/console/webhooks/${w.id}`);
     } catch (err) {
-      return flashAndBack(req, reply, 'error', refusalText(err), back);
+      return flashAndBack(req, reply, 'error', refusalText(err, L), back);
     }
   });
 
   app.post<{ Params: { id: string; delivery: string } }>('/console/webhooks/:id/deliveries/:delivery/resend', async (req, reply) => {
     if (!allow(req, reply, 'webhooks:act')) return reply;
     const back = `/console/webhooks/${encodeURIComponent(req.params.id)}`;
+    const { L } = lang(req);
+    const t = M(L);
     const w = UUID.test(req.params.id) ? await findWebhook(ctx.db, req.params.id) : undefined;
-    if (!w || !UUID.test(req.params.delivery)) return flashAndBack(req, reply, 'error', 'No such delivery.', back);
+    if (!w || !UUID.test(req.params.delivery)) return flashAndBack(req, reply, 'error', t.noDelivery, back);
     try {
       await auditedWrite(ctx, req, `operator:${req.console!.operator.username}`, { webhook_id: w.id, merchant_id: w.merchant_id, delivery_id: req.params.delivery }, () =>
         resendDelivery(ctx, w, req.params.delivery),
       );
-      return flashAndBack(req, reply, 'ok', `Delivery ${req.params.delivery} queued again.`, back);
+      return flashAndBack(req, reply, 'ok', t.requeued(req.params.delivery), back);
     } catch (err) {
-      return flashAndBack(req, reply, 'error', refusalText(err), back);
+      return flashAndBack(req, reply, 'error', refusalText(err, L), back);
     }
   });
 }
+
+const M = dictionary(
+  {
+    title: 'Webhooks across merchants', none: 'No webhooks.', merchant: 'Merchant', failed: 'Failed', backlog: 'Backlog', oldest: 'Oldest pending',
+    last: 'Last answer', paused: 'paused', sendTest: 'Send webhook.test', csv: 'Export CSV',
+    intro: 'Failing endpoints first, then the largest backlog (deliveries of the last 30 days).',
+    notFound: 'Webhook not found', noSuch: 'No such webhook.', merchantL: 'merchant', events: 'events', lastDeliveries: 'Last deliveries',
+    when: 'When', event: 'Event', status: 'Status', attempts: 'Attempts', resend: 'Resend', noDelivery: 'No such delivery.',
+    queued: (url: string, id: string) => `webhook.test queued for ${url} (delivery ${id}).`,
+    requeued: (id: string) => `Delivery ${id} queued again.`,
+  },
+  {
+    title: 'Webhooks de todos os comerciantes', none: 'Nenhum webhook.', merchant: 'Comerciante', failed: 'Falhas', backlog: 'Pendentes', oldest: 'Pendente mais antigo',
+    last: 'Última resposta', paused: 'pausado', sendTest: 'Enviar webhook.test', csv: 'Exportar CSV',
+    intro: 'Endpoints com falhas primeiro, depois a maior fila (entregas dos últimos 30 dias).',
+    notFound: 'Webhook não encontrado', noSuch: 'Webhook inexistente.', merchantL: 'comerciante', events: 'eventos', lastDeliveries: 'Últimas entregas',
+    when: 'Quando', event: 'Evento', status: 'Situação', attempts: 'Tentativas', resend: 'Reenviar', noDelivery: 'Entrega inexistente.',
+    queued: (url: string, id: string) => `webhook.test enfileirado para ${url} (entrega ${id}).`,
+    requeued: (id: string) => `Entrega ${id} enfileirada de novo.`,
+  },
+);
