@@ -72,7 +72,7 @@ export function consoleKit(ctx: AppContext, showSimulator: boolean, setFlash: (s
     const s = req.console;
     const L = localeOfRequest(req);
     const t = CM(L);
-    const nav = showSimulator ? [...NAV, { path: '/console/simulator', label: 'navSimulator' as const, cap: 'read' as const }] : NAV;
+    const nav = showSimulator ? [...NAV, { path: '/console/simulator', label: 'navSimulator' as const, cap: 'rail:simulate' as const }] : NAV;
     const links = s ? nav.filter((n) => operatorMay(s.operator.role, n.cap)) : [];
     const other = L.locale === 'en' ? 'pt-BR' : 'en';
     const path = req.url.split('?')[0]!;

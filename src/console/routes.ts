@@ -16,6 +16,7 @@ import { auditPages } from './pages/audit.js';
 import { medPages } from './pages/med.js';
 import { operatorPages } from './pages/operators.js';
 import { searchPages } from './pages/search.js';
+import { simulatorPages } from './pages/simulator.js';
 import { webhookPages } from './pages/webhooks.js';
 import { closeConsoleSession, consoleCsrfMatches, loadConsoleSession, openConsoleSession, setConsoleFlash } from './session.js';
 
@@ -52,6 +53,7 @@ export function consoleRoutes(ctx: AppContext) {
     auditPages(app, kit);
     medPages(app, kit);
     operatorPages(app, kit);
+    simulatorPages(app, kit);
     app.get('/console/*', async (req, reply) => {
       const t = CM(localeOfRequest(req));
       return kit.page(reply, kit.layout(req, t.notFound, html`<p>${t.noSuchPage} <a href="/console">${t.navSearch}</a>.</p>`), 404);

@@ -12,7 +12,9 @@ const PASSWORD = 'uma senha bem comprida';
 
 describe('console roles (docs/console.md)', () => {
   it('gives each role the table of capabilities', () => {
-    expect(OPERATOR_CAPABILITIES.owner).toEqual(['read', 'deposit', 'limits', 'med:act', 'webhooks:act', 'audit:read', 'operators:manage']);
+    expect(OPERATOR_CAPABILITIES.owner).toEqual(['read', 'deposit', 'limits', 'med:act', 'webhooks:act', 'audit:read', 'operators:manage', 'rail:simulate']);
+    expect(operatorMay('operations', 'rail:simulate')).toBe(true);
+    for (const role of ['support', 'compliance'] as const) expect(operatorMay(role, 'rail:simulate')).toBe(false);
     expect(operatorMay('support', 'med:act')).toBe(false);
     expect(operatorMay('compliance', 'med:act')).toBe(false);
     expect(operatorMay('support', 'limits')).toBe(false);

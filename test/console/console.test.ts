@@ -166,7 +166,7 @@ describe.skipIf(!haveChromium)('operator console in chromium', () => {
     await form.getByRole('button', { name: 'Credit the deposit' }).click();
     expect(await page.getByRole('status').textContent()).toMatch(/Deposit .* of R\$ 1\.234,56 credited/);
     // The same form again (a double submit), as the browser would send it.
-    const again = await owner.request.post(`${s.url}/console/accounts/${a.accountId}/deposit`, { form: fields, headers: { origin: s.url }, maxRedirects: 0 });
+    const again = await owner.request.post(`${s.url}/console/accounts/${a.accountId}/deposit`, { form: fields, headers: { origin: s.url, 'accept-language': 'en-US' }, maxRedirects: 0 });
     expect(again.status()).toBe(303);
     await page.goto(`${s.url}/console/accounts/${a.accountId}`);
     expect(await page.getByRole('status').textContent()).toContain('credited once');
@@ -195,7 +195,7 @@ describe.skipIf(!haveChromium)('operator console in chromium', () => {
     const fields: Record<string, string> = { amount: '7,00', reason: 'concurrent' };
     for (const name of ['_csrf', 'idempotency_id']) fields[name] = await form.locator(`input[name=${name}]`).inputValue();
     const before = await balances(s.ctx.db, a.accountId);
-    const posts = await Promise.all([1, 2, 3].map(() => owner.request.post(`${s.url}/console/accounts/${a.accountId}/deposit`, { form: fields, headers: { origin: s.url }, maxRedirects: 0 })));
+    const posts = await Promise.all([1, 2, 3].map(() => owner.request.post(`${s.url}/console/accounts/${a.accountId}/deposit`, { form: fields, headers: { origin: s.url, 'accept-language': 'en-US' }, maxRedirects: 0 })));
     expect(posts.map((p) => p.status())).toEqual([303, 303, 303]);
     const after = await balances(s.ctx.db, a.accountId);
     expect(Number(after.available) - Number(before.available)).toBe(700 * 100);
@@ -269,12 +269,12 @@ describe.skipIf(!haveChromium)('operator console in chromium', () => {
 
   it('refuses a post without the CSRF token and one from another origin', async () => {
     const fields = { amount: '10', reason: 'x', idempotency_id: '00000000-0000-4000-8000-000000000001' };
-    const noToken = await owner.request.post(`${s.url}/console/accounts/${a.accountId}/deposit`, { form: fields, headers: { origin: s.url }, maxRedirects: 0 });
+    const noToken = await owner.request.post(`${s.url}/console/accounts/${a.accountId}/deposit`, { form: fields, headers: { origin: s.url, 'accept-language': 'en-US' }, maxRedirects: 0 });
     expect(noToken.status()).toBe(403);
     expect(await noToken.text()).toContain('CSRF');
     await page.goto(`${s.url}/console/accounts/${a.accountId}`);
     const csrf = await page.locator('input[name=_csrf]').first().inputValue();
-    const foreign = await owner.request.post(`${s.url}/console/accounts/${a.accountId}/deposit`, { form: { ...fields, _csrf: csrf }, headers: { origin: 'http://evil.example' }, maxRedirects: 0 });
+    const foreign = await owner.request.post(`${s.url}/console/accounts/${a.accountId}/deposit`, { form: { ...fields, _csrf: csrf }, headers: { origin: 'http://evil.example', 'accept-language': 'en-US' }, maxRedirects: 0 });
     expect(foreign.status()).toBe(403);
     expect(await foreign.text()).toContain('Cross-site');
     const n = await s.ctx.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM transactions WHERE account_id = $1 AND kind = 'deposit'`, [a.accountId]);
@@ -315,7 +315,7 @@ describe.skipIf(!haveChromium)('operator console in chromium', () => {
       expect((await ctx.request.get(`${s.url}/console/audit.csv`)).status(), `${role} csv`).toBe(want.audit);
       expect((await p.goto(`${s.url}/console/operators`))!.status(), `${role} operators`).toBe(want.operators);
       if (role === 'support') await shot(p, 'refused');
-      const post = (path: string, form: Record<string, string>) => ctx.request.post(`${s.url}${path}`, { form: { _csrf: csrf, ...form }, headers: { origin: s.url }, maxRedirects: 0 });
+      const post = (path: string, form: Record<string, string>) => ctx.request.post(`${s.url}${path}`, { form: { _csrf: csrf, ...form }, headers: { origin: s.url, 'accept-language': 'en-US' }, maxRedirects: 0 });
       const dep = await post(`/console/accounts/${a.accountId}/deposit`, { amount: '1,00', reason: `by ${role}`, idempotency_id: crypto.randomUUID() });
       expect(dep.status(), `${role} deposit`).toBe(want.deposit);
       expect((await post(`/console/webhooks/${webhookId}/test`, {})).status(), `${role} webhook.test`).toBe(want.test);
