@@ -100,11 +100,11 @@ export async function accountHead(db: Sql, accountId: number) {
   return r;
 }
 
-export async function recentTransactions(db: Sql, accountId: number) {
+export async function recentTransactions(db: Sql, accountId: number, limit = 20, offset = 0) {
   return db.query<{ transaction_id: string; kind: string; direction: string; statement_status: string; amount: number; description: string; created_at: Date }>(
     `SELECT transaction_id, kind, direction, statement_status, amount, description, created_at FROM transactions
-      WHERE account_id = $1 ORDER BY created_at DESC, id DESC LIMIT 20`,
-    [accountId],
+      WHERE account_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3`,
+    [accountId, limit, offset],
   );
 }
 
@@ -182,7 +182,7 @@ export async function auditRows(db: Sql, f: AuditFilter) {
 }
 
 /** Open MED cases across merchants, the nearest defense deadline first. */
-export async function medQueue(db: Sql) {
+export async function medQueue(db: Sql, limit = 200, offset = 0) {
   return db.query<{
     id: string; account_id: number; merchant_name: string; original_transaction_id: string; end_to_end_id: string; status: string; reason: string;
     amount: number; blocked_amount: number; defense_deadline: Date; created_at: Date;
@@ -191,6 +191,7 @@ export async function medQueue(db: Sql) {
             i.amount, i.blocked_amount, i.defense_deadline, i.created_at
        FROM med_infractions i JOIN transactions t ON t.id = i.original_id JOIN accounts a ON a.id = i.account_id JOIN merchants m ON m.id = a.merchant_id
       WHERE i.status IN ('OPEN', 'defense_submitted')
-      ORDER BY i.defense_deadline, i.id LIMIT 200`,
+      ORDER BY i.defense_deadline, i.id LIMIT $1 OFFSET $2`,
+    [limit, offset],
   );
 }

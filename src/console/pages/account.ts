@@ -10,6 +10,7 @@ import { html, parseReais } from '../../portal/html.js';
 import { dictionary, formatCents } from '../../portal/i18n.js';
 import { auditedWrite } from '../audit.js';
 import { brl, lang, refusalText, type ConsoleKit } from '../kit.js';
+import { CSV_MAX, cut, pageOf, pager, sendCsv } from '../paging.js';
 import { accountHead, accountKeys, recentTransactions, webhookHealth } from '../queries.js';
 import { webhookTable } from './webhooks.js';
 
@@ -30,7 +31,8 @@ export function accountPages(app: FastifyInstance, kit: ConsoleKit) {
     const usage = await usageIn(ctx.db, id, limitWindows(ctx.clock.now()));
     const { apiKeys, pixKeys } = await accountKeys(ctx.db, head.merchant_id, id);
     const hooks = await webhookHealth(ctx.db, head.merchant_id);
-    const txs = await recentTransactions(ctx.db, id);
+    const at0 = pageOf(req);
+    const { rows: txs, more } = cut(await recentTransactions(ctx.db, id, at0.limit, at0.offset));
     const limit = (cents: number | null) => (cents === null ? t.noLimit : formatCents(cents));
     const mayDeposit = operatorMay(req.console!.operator.role, 'deposit');
     const mayLimits = operatorMay(req.console!.operator.role, 'limits');
@@ -68,8 +70,17 @@ ${apiKeys.map((k) => html`<tr><td class="mono">${k.client_id}</td><td>${k.permis
 <h2>${t.pixKeys}</h2><p>${pixKeys.length ? pixKeys.map((k) => html`<span class="badge">${k.type}</span> <span class="mono">${k.key}</span> `) : t.none}</p>
 <h2>Webhooks</h2>${webhookTable(req, kit, hooks)}
 <h2>${t.recent}</h2><div class="scroll"><table data-testid="recent"><thead><tr><th>${t.when}</th><th>${t.transaction}</th><th>${t.kind}</th><th>${t.status}</th><th class="num">${t.amount}</th><th>${t.description}</th></tr></thead><tbody>
-${txs.map((t) => html`<tr><td>${at(t.created_at)}</td><td><a class="mono" href="/console/transactions/${t.transaction_id}">${t.transaction_id}</a></td><td class="nowrap">${t.kind}</td><td><span class="badge ${t.statement_status}">${t.statement_status}</span></td><td class="num">${t.direction === 'outbound' ? '−' : ''}${brl(t.amount)}</td><td>${t.description}</td></tr>`)}</tbody></table></div>`;
+${txs.map((t) => html`<tr><td>${at(t.created_at)}</td><td><a class="mono" href="/console/transactions/${t.transaction_id}">${t.transaction_id}</a></td><td class="nowrap">${t.kind}</td><td><span class="badge ${t.statement_status}">${t.statement_status}</span></td><td class="num">${t.direction === 'outbound' ? '−' : ''}${brl(t.amount)}</td><td>${t.description}</td></tr>`)}</tbody></table></div>
+${pager(req, at0, more, `/console/accounts/${id}/transactions.csv`)}`;
     return page(reply, layout(req, head.name, body));
+  });
+
+  app.get<{ Params: { id: string } }>('/console/accounts/:id/transactions.csv', async (req, reply) => {
+    if (!allow(req, reply, 'read')) return reply;
+    const id = /^\d{1,15}$/.test(req.params.id) ? Number(req.params.id) : 0;
+    const rows = await recentTransactions(ctx.db, id, CSV_MAX, 0);
+    return sendCsv(reply, `account-${id}-transactions`, ['transaction_id', 'created_at', 'kind', 'direction', 'status', 'amount', 'description'],
+      rows.map((r) => [r.transaction_id, r.created_at.toISOString(), r.kind, r.direction, r.statement_status, r.amount, r.description]));
   });
 
   app.post<{ Params: { id: string } }>('/console/accounts/:id/limits', async (req, reply) => {

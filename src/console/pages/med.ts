@@ -8,6 +8,7 @@ import { auditedWrite } from '../audit.js';
 import { brl, lang, refusalText, type ConsoleKit } from '../kit.js';
 import { dictionary } from '../../portal/i18n.js';
 import { medQueue } from '../queries.js';
+import { CSV_MAX, cut, pageOf, pager, sendCsv } from '../paging.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -24,7 +25,8 @@ export function medPages(app: FastifyInstance, kit: ConsoleKit) {
     if (!allow(req, reply, 'read')) return reply;
     const { L, at } = lang(req);
     const t = M(L);
-    const rows = await medQueue(ctx.db);
+    const at0 = pageOf(req);
+    const { rows, more } = cut(await medQueue(ctx.db, at0.limit, at0.offset));
     const now = ctx.clock.now().getTime();
     const act = sim !== null && operatorMay(req.console!.operator.role, 'med:act');
     const body = rows.length
@@ -36,7 +38,15 @@ ${rows.map(
 ${act ? html`<td><form class="inline" method="post" action="/console/med/${r.id}/resolve">${csrf(req)}<select name="decision" aria-label="${t.decision}">${INFRACTION_DECISIONS.map((d) => html`<option>${d}</option>`)}</select><button class="secondary" type="submit">${t.resolve}</button></form></td>` : ''}</tr>`,
 )}</tbody></table></div>`
       : html`<p>${t.noCase}</p>`;
-    return page(reply, layout(req, t.title, html`<p class="muted">${t.intro}${sim ? t.introSim : ''}.</p>${body}`, '/console/med'));
+    const paged = html`${body}${pager(req, at0, more, '/console/med.csv')}`;
+    return page(reply, layout(req, t.title, html`<p class="muted">${t.intro}${sim ? t.introSim : ''}.</p>${paged}`, '/console/med'));
+  });
+
+  app.get('/console/med.csv', async (req, reply) => {
+    if (!allow(req, reply, 'read')) return reply;
+    const rows = await medQueue(ctx.db, CSV_MAX, 0);
+    return sendCsv(reply, 'med', ['infraction_id', 'account_id', 'merchant_name', 'transaction_id', 'end_to_end_id', 'status', 'reason', 'amount', 'blocked_amount', 'defense_deadline'],
+      rows.map((r) => [r.id, r.account_id, r.merchant_name, r.original_transaction_id, r.end_to_end_id, r.status, r.reason, r.amount, r.blocked_amount, r.defense_deadline.toISOString()]));
   });
 
   app.post<{ Params: { id: string } }>('/console/med/:id/resolve', async (req, reply) => {

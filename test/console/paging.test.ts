@@ -1,0 +1,63 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createOperator } from '../../src/auth/operators.js';
+import { totpCode } from '../../src/auth/totp.js';
+import { deposit } from '../../src/merchants/service.js';
+import { merchantWithKey, type MerchantFixture } from '../helpers/client.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+/** The console's lists page (?page=N, 50 a page) and export as CSV (header, rows, formula-safe cells). */
+const PASSWORD = 'uma senha bem comprida';
+
+describe('console paging and CSV', () => {
+  let s: TestServer;
+  let a: MerchantFixture;
+  let cookie = '';
+  const get = (path: string) => fetch(`${s.url}${path}`, { headers: { cookie, 'accept-language': 'en' }, redirect: 'manual' });
+
+  beforeAll(async () => {
+    s = await startTestServer({ env: { RATE_LIMIT_PER_MINUTE: '1000' } });
+    a = await merchantWithKey(s, { name: 'Padaria', depositCents: 10_000 });
+    for (let i = 0; i < 55; i++) {
+      await deposit(s.ctx.db, s.ctx.clock, { accountId: a.accountId, amountCents: 100 + i, description: i === 0 ? '=HYPERLINK("x")' : `deposit ${i}`, idempotencyKey: `paging-${i}` });
+    }
+    const { totpSecret } = await createOperator(s.ctx.db, { username: 'dona', password: PASSWORD, role: 'owner', createdBy: 'test' });
+    const res = await fetch(`${s.url}/console/login`, {
+      method: 'POST',
+      body: new URLSearchParams({ username: 'dona', password: PASSWORD, code: totpCode(totpSecret, new Date()) }),
+      headers: { origin: s.url },
+      redirect: 'manual',
+    });
+    cookie = res.headers.get('set-cookie')!.split(';')[0]!;
+  }, 120_000);
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  const ids = (text: string) => [...text.matchAll(/href="\/console\/transactions\/([^"]+)"/g)].map((m) => m[1]!);
+
+  it("an account's transactions: page 2 holds other rows; the CSV has the header and every row, formula-safe", async () => {
+    const p1 = await (await get(`/console/accounts/${a.accountId}`)).text();
+    const p2 = await (await get(`/console/accounts/${a.accountId}?page=2`)).text();
+    const one = ids(p1);
+    const two = ids(p2);
+    expect(one).toHaveLength(50);
+    expect(two.length).toBeGreaterThan(0);
+    expect(two.filter((id) => one.includes(id))).toEqual([]);
+    expect(p1).toContain(`href="/console/accounts/${a.accountId}?page=2"`);
+    expect(p2).not.toContain('?page=3');
+    const csv = await get(`/console/accounts/${a.accountId}/transactions.csv`);
+    expect(csv.headers.get('content-type')).toContain('text/csv');
+    const lines = (await csv.text()).trim().split('\r\n');
+    expect(lines[0]).toBe('transaction_id,created_at,kind,direction,status,amount,description');
+    expect(lines.length - 1).toBe(one.length + two.length);
+    expect(lines.some((l) => l.includes(`"'=HYPERLINK(""x"")"`))).toBe(true);
+  });
+
+  it('the MED queue exports its header; a page past the bound is the last page', async () => {
+    const csv = await get('/console/med.csv');
+    expect(csv.status).toBe(200);
+    expect((await csv.text()).split('\r\n')[0]).toBe('infraction_id,account_id,merchant_name,transaction_id,end_to_end_id,status,reason,amount,blocked_amount,defense_deadline');
+    expect((await get('/console/med?page=99999')).status).toBe(200);
+    expect(await (await get('/console/med')).text()).toContain('href="/console/med.csv"');
+  });
+});
