@@ -57,8 +57,8 @@ export async function findOperator(sql: Sql, id: number): Promise<OperatorRow | 
   return r;
 }
 
-export async function listOperators(sql: Sql): Promise<OperatorRow[]> {
-  return sql.query<OperatorRow>('SELECT * FROM console_operators ORDER BY id LIMIT 500');
+export async function listOperators(sql: Sql, limit = 500, offset = 0): Promise<OperatorRow[]> {
+  return sql.query<OperatorRow>('SELECT * FROM console_operators ORDER BY id LIMIT $1 OFFSET $2', [Math.min(limit, 10_000), offset]);
 }
 
 /**

@@ -134,7 +134,7 @@ export interface WebhookHealth {
 }
 
 /** Webhooks across merchants (or of one), failing endpoints first, then the biggest backlog. */
-export async function webhookHealth(db: Sql, merchantId: number | null): Promise<WebhookHealth[]> {
+export async function webhookHealth(db: Sql, merchantId: number | null, limit = 200, offset = 0): Promise<WebhookHealth[]> {
   return db.query<WebhookHealth>(
     `SELECT w.id, w.merchant_id, m.name AS merchant_name, w.url, w.description, w.is_active,
             count(*) FILTER (WHERE d.status = 'pending')::int AS pending,
@@ -147,9 +147,9 @@ export async function webhookHealth(db: Sql, merchantId: number | null): Promise
        LEFT JOIN webhook_deliveries d ON d.webhook_id = w.id AND d.created_at > now() - interval '30 days'
       WHERE w.deleted_at IS NULL AND ($1::bigint IS NULL OR w.merchant_id = $1)
       GROUP BY w.id, m.name
-      ORDER BY count(*) FILTER (WHERE d.status = 'failed') DESC, count(*) FILTER (WHERE d.status = 'pending') DESC, w.created_at
-      LIMIT 200`,
-    [merchantId],
+      ORDER BY count(*) FILTER (WHERE d.status = 'failed') DESC, count(*) FILTER (WHERE d.status = 'pending') DESC, w.created_at, w.id
+      LIMIT $2 OFFSET $3`,
+    [merchantId, limit, offset],
   );
 }
 

@@ -60,4 +60,27 @@ describe('console paging and CSV', () => {
     expect((await get('/console/med?page=99999')).status).toBe(200);
     expect(await (await get('/console/med')).text()).toContain('href="/console/med.csv"');
   });
+
+  it('operators: page 2 holds other rows; the CSV has the header and every operator', async () => {
+    for (let i = 0; i < 51; i++) await createOperator(s.ctx.db, { username: `op${String(i).padStart(2, '0')}`, password: PASSWORD, role: 'support', createdBy: 'test' });
+    const names = (text: string) => [...text.matchAll(/data-operator="([^"]+)"/g)].map((m) => m[1]!);
+    const one = names(await (await get('/console/operators')).text());
+    const two = names(await (await get('/console/operators?page=2')).text());
+    expect(one).toHaveLength(50);
+    expect(two).toHaveLength(2);
+    expect(two.filter((n) => one.includes(n))).toEqual([]);
+    const lines = (await (await get('/console/operators.csv')).text()).trim().split('\r\n');
+    expect(lines[0]).toBe('id,username,role,totp_confirmed,status,created_at,created_by');
+    expect(lines).toHaveLength(53);
+  });
+
+  it('search results and webhooks export their header and rows; the search page links its CSV', async () => {
+    const page = await (await get(`/console?q=${a.accountId}`)).text();
+    expect(page).toContain(`href="/console/search.csv?q=${a.accountId}"`);
+    const lines = (await (await get(`/console/search.csv?q=${a.accountId}`)).text()).trim().split('\r\n');
+    expect(lines[0]).toBe('kind,found,detail,link');
+    expect(lines.some((l) => l.startsWith('"account","Padaria"'))).toBe(true);
+    const hooks = (await (await get('/console/webhooks.csv')).text()).split('\r\n');
+    expect(hooks[0]).toBe('webhook_id,merchant_id,merchant_name,url,active,failed,pending,delivered,oldest_pending,last_status_code,last_error');
+  });
 });

@@ -3,6 +3,7 @@ import { createOperator, disableOperator, isOperatorRole, listOperators, OPERATO
 import { one, type Form } from '../../portal/formBody.js';
 import { html } from '../../portal/html.js';
 import { auditedWrite } from '../audit.js';
+import { CSV_MAX, cut, pageOf, pager, sendCsv } from '../paging.js';
 import { enrollment, lang, refusalText, type ConsoleKit } from '../kit.js';
 import { dictionary } from '../../portal/i18n.js';
 
@@ -13,13 +14,14 @@ export function operatorPages(app: FastifyInstance, kit: ConsoleKit) {
   const list = async (req: Parameters<typeof csrf>[0], error = '') => {
     const { L, at } = lang(req);
     const t = M(L);
-    const ops = await listOperators(ctx.db);
+    const at0 = pageOf(req);
+    const { rows: ops, more } = cut(await listOperators(ctx.db, at0.limit, at0.offset));
     return html`${error ? html`<div class="flash error" role="alert">${error}</div>` : ''}
 <div class="scroll"><table data-testid="operators"><thead><tr><th>${t.username}</th><th>${t.role}</th><th>${t.factor}</th><th>${t.status}</th><th>${t.created}</th><th></th></tr></thead><tbody>
 ${ops.map(
   (o) => html`<tr data-operator="${o.username}"><td>${o.username}</td><td>${o.role}</td><td>${o.totp_enabled ? t.confirmed : t.unconfirmed}</td><td>${o.status}</td><td>${at(o.created_at)} ${t.by} ${o.created_by}</td>
 <td>${o.status === 'active' && o.id !== req.console!.operator.id ? html`<form method="post" action="/console/operators/${o.id}/disable">${csrf(req)}<button class="danger" type="submit">${t.disable}</button></form>` : ''}</td></tr>`,
-)}</tbody></table></div>
+)}</tbody></table></div>${pager(req, at0, more, '/console/operators.csv')}
 <h2>${t.newOp}</h2><form class="stack card" method="post" action="/console/operators">${csrf(req)}
 <label>${t.username} <input name="username" required maxlength="40"></label>
 <label>${t.initialPw} <input name="password" type="password" autocomplete="new-password" required minlength="12" maxlength="200"></label>
@@ -32,6 +34,13 @@ ${OPERATOR_ROLES.map((r) => html`<tr><td>${r}</td><td>${OPERATOR_CAPABILITIES[r]
   app.get('/console/operators', async (req, reply) => {
     if (!allow(req, reply, 'operators:manage')) return reply;
     return page(reply, layout(req, M(lang(req).L).title, await list(req), '/console/operators'));
+  });
+
+  app.get('/console/operators.csv', async (req, reply) => {
+    if (!allow(req, reply, 'operators:manage')) return reply;
+    const ops = await listOperators(ctx.db, CSV_MAX, 0);
+    return sendCsv(reply, 'operators', ['id', 'username', 'role', 'totp_confirmed', 'status', 'created_at', 'created_by'],
+      ops.map((o) => [o.id, o.username, o.role, o.totp_enabled, o.status, o.created_at.toISOString(), o.created_by]));
   });
 
   app.post<{ Params: { id: string } }>('/console/operators/:id/disable', async (req, reply) => {

@@ -4,6 +4,7 @@ import { html, type Html } from '../../portal/html.js';
 import { brl, lang, refusalText, type ConsoleKit } from '../kit.js';
 import { dictionary, type PortalLocale } from '../../portal/i18n.js';
 import { searchAnything, transactionHead } from '../queries.js';
+import { pageOf, pager, PAGE_SIZE, sendCsv } from '../paging.js';
 
 /** The search box (any identifier) and a transaction's detail with its timeline. */
 export function searchPages(app: FastifyInstance, kit: ConsoleKit) {
@@ -14,7 +15,10 @@ export function searchPages(app: FastifyInstance, kit: ConsoleKit) {
     const { L } = lang(req);
     const t = M(L);
     const q = typeof req.query.q === 'string' ? req.query.q.slice(0, 200) : '';
-    const hits = q ? await searchAnything(ctx.db, q) : [];
+    const all = q ? await searchAnything(ctx.db, q) : [];
+    const at0 = pageOf(req);
+    const hits = all.slice(at0.offset, at0.offset + PAGE_SIZE);
+    const more = all.length > at0.offset + PAGE_SIZE;
     const body = html`<form class="inline card" method="get" action="/console" role="search">
 <label>${t.box}
 <input name="q" value="${q}" size="48" maxlength="200" autofocus></label><button type="submit">${t.search}</button></form>
@@ -22,11 +26,18 @@ ${
   q
     ? hits.length
       ? html`<div class="scroll"><table data-testid="results"><thead><tr><th>${t.what}</th><th>${t.found}</th><th>${t.detail}</th></tr></thead><tbody>
-${hits.map((h) => html`<tr><td><span class="badge">${h.kind}</span></td><td><a href="${h.href}">${h.label}</a></td><td class="muted">${h.detail}</td></tr>`)}</tbody></table></div>`
+${hits.map((h) => html`<tr><td><span class="badge">${h.kind}</span></td><td><a href="${h.href}">${h.label}</a></td><td class="muted">${h.detail}</td></tr>`)}</tbody></table></div>${pager(req, at0, more, `/console/search.csv?q=${encodeURIComponent(q)}`)}`
       : html`<p data-testid="no-results">${t.nothing} <b>${q}</b>.</p>`
     : ''
 }`;
     return page(reply, layout(req, t.search, body, '/console'));
+  });
+
+  app.get<{ Querystring: { q?: string } }>('/console/search.csv', async (req, reply) => {
+    if (!allow(req, reply, 'read')) return reply;
+    const q = typeof req.query.q === 'string' ? req.query.q.slice(0, 200) : '';
+    const hits = q ? await searchAnything(ctx.db, q) : [];
+    return sendCsv(reply, 'search', ['kind', 'found', 'detail', 'link'], hits.map((h) => [h.kind, h.label, h.detail, h.href]));
   });
 
   app.get<{ Params: { id: string } }>('/console/transactions/:id', async (req, reply) => {

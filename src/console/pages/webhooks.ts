@@ -4,9 +4,9 @@ import { html, type Html } from '../../portal/html.js';
 import { findWebhook } from '../../webhooks/endpointsRepo.js';
 import { resendDelivery, sendTestEvent } from '../../webhooks/service.js';
 import { auditedWrite } from '../audit.js';
-import { cell } from './audit.js';
 import { lang, refusalText, type ConsoleKit } from '../kit.js';
 import { dictionary } from '../../portal/i18n.js';
+import { CSV_MAX, cut, pageOf, pager, sendCsv } from '../paging.js';
 import { failedDeliveries, webhookHealth, type WebhookHealth } from '../queries.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -30,18 +30,17 @@ export function webhookPages(app: FastifyInstance, kit: ConsoleKit) {
 
   app.get('/console/webhooks', async (req, reply) => {
     if (!allow(req, reply, 'read')) return reply;
-    const hooks = await webhookHealth(ctx.db, null);
+    const at0 = pageOf(req);
+    const { rows: hooks, more } = cut(await webhookHealth(ctx.db, null, at0.limit, at0.offset));
     const t = M(lang(req).L);
-    return page(reply, layout(req, t.title, html`<p class="muted">${t.intro} <a href="/console/webhooks.csv">${t.csv}</a></p>${webhookTable(req, kit, hooks)}`, '/console/webhooks'));
+    return page(reply, layout(req, t.title, html`<p class="muted">${t.intro} <a href="/console/webhooks.csv">${t.csv}</a></p>${webhookTable(req, kit, hooks)}${pager(req, at0, more, '/console/webhooks.csv')}`, '/console/webhooks'));
   });
 
   app.get('/console/webhooks.csv', async (req, reply) => {
     if (!allow(req, reply, 'read')) return reply;
-    const lines = ['webhook_id,merchant_id,merchant_name,url,active,failed,pending,delivered,oldest_pending,last_status_code,last_error'];
-    for (const w of await webhookHealth(ctx.db, null)) {
-      lines.push([w.id, w.merchant_id, w.merchant_name, w.url, w.is_active, w.failed, w.pending, w.delivered, w.oldest_pending?.toISOString() ?? '', w.last_status_code, w.last_error].map(cell).join(','));
-    }
-    return reply.type('text/csv; charset=utf-8').header('content-disposition', 'attachment; filename="pixgate-webhooks.csv"').send(lines.join('\r\n') + '\r\n');
+    const rows = await webhookHealth(ctx.db, null, CSV_MAX, 0);
+    return sendCsv(reply, 'webhooks', ['webhook_id', 'merchant_id', 'merchant_name', 'url', 'active', 'failed', 'pending', 'delivered', 'oldest_pending', 'last_status_code', 'last_error'],
+      rows.map((w) => [w.id, w.merchant_id, w.merchant_name, w.url, w.is_active, w.failed, w.pending, w.delivered, w.oldest_pending?.toISOString() ?? '', w.last_status_code, w.last_error]));
   });
 
   app.get<{ Params: { id: string } }>('/console/webhooks/:id', async (req, reply) => {
