@@ -34,6 +34,7 @@ interface Due {
 export async function batchPixNotices(db: Database): Promise<number> {
   const due = await db.query<Due>(
     `SELECT s.id, s.merchant_id, s.account_id, s.webhook_id FROM api_pix_webhooks s
+       JOIN webhooks e ON e.id = s.webhook_id AND e.deleted_at IS NULL
       WHERE EXISTS (SELECT 1 FROM api_pix_webhook_notices n WHERE n.subscription_id = s.id)
       LIMIT $1`,
     [BATCH.webhooks],
