@@ -7,7 +7,7 @@ import { DomainError, type ErrorCode } from '../errors/catalog.js';
  */
 export interface Violacao {
   razao: string;
-  propriedade?: string;
+  propriedade: string;
   valor?: string;
 }
 

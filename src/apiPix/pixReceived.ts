@@ -25,8 +25,8 @@ export async function getReceivedPix(sql: Sql, scope: ReceiverScope, e2eid: stri
 /** The query of GET /pix as it arrives (strings, `paginacao.*` flattened by name). */
 export type PixQuery = Record<string, unknown>;
 
-/** Validates GET /pix's query: 400 PixConsultaInvalida with one violation per problem. */
-export function parsePixQuery(q: PixQuery): store.ReceivedFilter {
+/** Readers of a query's parameters, each problem a violation (GET /pix, GET /webhook). */
+export function queryReader(q: PixQuery) {
   const violacoes: Violacao[] = [];
   const bad = (propriedade: string, razao: string) => violacoes.push({ razao, propriedade });
   const str = (name: string): string | undefined => {
@@ -38,10 +38,10 @@ export function parsePixQuery(q: PixQuery): store.ReceivedFilter {
     }
     return v;
   };
-  const instant = (name: string): Date | undefined => {
+  const instant = (name: string, required: boolean): Date | undefined => {
     const v = str(name);
     if (v === undefined) {
-      bad(name, 'O parâmetro é obrigatório.');
+      if (required) bad(name, 'O parâmetro é obrigatório.');
       return undefined;
     }
     const ok = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i.test(v) && !Number.isNaN(Date.parse(v));
@@ -66,10 +66,22 @@ export function parsePixQuery(q: PixQuery): store.ReceivedFilter {
     else if (n > max) bad(name, `O parâmetro deve ser menor ou igual a ${max}.`);
     return n;
   };
+  /** inicio, fim (fim not before inicio) and the page. */
+  const window = (required: boolean) => {
+    const inicio = instant('inicio', required);
+    const fim = instant('fim', required);
+    if (inicio && fim && fim < inicio) bad('fim', 'O timestamp representado pelo parâmetro fim é anterior ao timestamp representado pelo parâmetro inicio.');
+    const page = int('paginacao.paginaAtual', 0, 1_000_000, 0);
+    const perPage = int('paginacao.itensPorPagina', 1, PER_PAGE.max, PER_PAGE.default);
+    return { inicio, fim, page, perPage };
+  };
+  return { violacoes, bad, str, bool, window };
+}
 
-  const inicio = instant('inicio');
-  const fim = instant('fim');
-  if (inicio && fim && fim < inicio) bad('fim', 'O timestamp representado pelo parâmetro fim é anterior ao timestamp representado pelo parâmetro inicio.');
+/** Validates GET /pix's query: 400 PixConsultaInvalida with one violation per problem. */
+export function parsePixQuery(q: PixQuery): store.ReceivedFilter {
+  const { violacoes, bad, str, bool, window } = queryReader(q);
+  const { inicio, fim, page, perPage } = window(true);
   const txid = str('txid');
   if (txid !== undefined && !TXID.test(txid)) bad('txid', 'O parâmetro deve ter de 1 a 35 caracteres alfanuméricos.');
   const txIdPresente = bool('txIdPresente');
@@ -79,9 +91,6 @@ export function parsePixQuery(q: PixQuery): store.ReceivedFilter {
   if (cpf !== undefined && cnpj !== undefined) bad('cpf', 'Os parâmetros cpf e cnpj não podem ser informados ao mesmo tempo.');
   if (cpf !== undefined && !/^\d{11}$/.test(cpf)) bad('cpf', 'O parâmetro deve ter 11 dígitos.');
   if (cnpj !== undefined && !/^[0-9A-Z]{14}$/.test(cnpj)) bad('cnpj', 'O parâmetro deve ter 14 caracteres, dígitos ou letras maiúsculas.');
-  const page = int('paginacao.paginaAtual', 0, 1_000_000, 0);
-  const perPage = int('paginacao.itensPorPagina', 1, PER_PAGE.max, PER_PAGE.default);
-
   if (violacoes.length > 0) {
     throw pixProblem('bad_request', 'PixConsultaInvalida', 'Os parâmetros de consulta à lista de Pix recebidos não respeitam o schema ou não fazem sentido semanticamente.', violacoes);
   }

@@ -35,7 +35,7 @@ export interface ReturnRequest {
 /** Validates the body of PUT /pix/{e2eid}/devolucao/{id}: 400 PixDevolucaoInvalida with its violations. */
 export function parseReturnRequest(body: unknown): ReturnRequest {
   const violacoes: Violacao[] = [];
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw invalid([{ razao: 'O corpo deve ser um objeto JSON.' }]);
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw invalid([{ razao: 'O corpo deve ser um objeto JSON.', propriedade: 'devolucao' }]);
   const b = body as Record<string, unknown>;
   const cents = centsOfValor(b.valor);
   if (cents === null) violacoes.push({ razao: 'O campo devolucao.valor não respeita o schema.', propriedade: 'devolucao.valor' });
@@ -136,7 +136,7 @@ function refusal(err: DomainError): DomainError {
     return invalid([{ razao: 'A devolução, somada às devoluções anteriores, excederia o valor do Pix original.', propriedade: 'devolucao.valor' }]);
   }
   if (/insufficient balance/.test(err.message)) return invalid([{ razao: 'Saldo insuficiente para a devolução.', propriedade: 'devolucao.valor' }], 'Saldo insuficiente para a devolução.');
-  if (err.code === 'unprocessable_entity') return invalid([{ razao: err.message }], err.message);
+  if (err.code === 'unprocessable_entity') return invalid([{ razao: err.message, propriedade: 'devolucao' }], err.message);
   return err;
 }
 

@@ -1,4 +1,5 @@
 import { BASE_UNITS_PER_CENT } from '../lib/money.js';
+import { centsToDecimal, decimalToCents } from './amount.js';
 
 /**
  * How pixgate's records of received Pix and of their returns read in the API Pix standard's words
@@ -6,19 +7,14 @@ import { BASE_UNITS_PER_CENT } from '../lib/money.js';
  * instants in RFC 3339 with Z, a return's status and nature from the refund record it is.
  */
 
-/** Base units (cents × 100) as the standard's `valor`: "12.34". Integer arithmetic only. */
+/** Base units (cents × 100) as the standard's `valor`: "12.34" (src/apiPix/amount.ts, no floating point). */
 export function valorOf(baseUnits: number): string {
-  const cents = Math.trunc(baseUnits / BASE_UNITS_PER_CENT);
-  const reais = Math.trunc(cents / 100);
-  return `${reais}.${String(cents % 100).padStart(2, '0')}`;
+  return centsToDecimal(Math.trunc(baseUnits / BASE_UNITS_PER_CENT));
 }
 
 /** The standard's `valor` ("12.34", 1 to 10 digits before the point) as cents; null when malformed. */
 export function centsOfValor(valor: unknown): number | null {
-  if (typeof valor !== 'string') return null;
-  const m = /^(\d{1,10})\.(\d{2})$/.exec(valor);
-  if (!m) return null;
-  return Number(m[1]) * 100 + Number(m[2]);
+  return typeof valor === 'string' ? decimalToCents(valor) : null;
 }
 
 /** The return code a nature of return travels with in the pacs.004, and back. */

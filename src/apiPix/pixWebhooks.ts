@@ -6,6 +6,7 @@ import { destinationProblem, isAllowedHost, parseAllowedHosts } from '../webhook
 import { newWebhookSecret, URL_MAX_LENGTH } from '../webhooks/registration.js';
 import * as engine from '../webhooks/repository.js';
 import { pixProblem } from './pixProblems.js';
+import { queryReader, type PixQuery } from './pixReceived.js';
 import type { ReceiverScope } from './pixStore.js';
 
 /**
@@ -158,6 +159,16 @@ export async function deletePixWebhook(ctx: Pick<PixWebhookDeps, 'db'>, scope: R
     await engine.deleteWebhook(tx, { merchantId: row.merchant_id, accountId: null }, row.webhook_id);
     await tx.query('DELETE FROM api_pix_webhooks WHERE id = $1', [row.id]);
   });
+}
+
+/** Validates GET /webhook's query (inicio, fim and the page, all optional): 400 WebhookConsultaInvalida. */
+export function parseWebhookQuery(q: PixQuery) {
+  const { violacoes, window } = queryReader(q);
+  const f = window(false);
+  if (violacoes.length > 0) {
+    throw pixProblem('bad_request', 'WebhookConsultaInvalida', 'Os parâmetros de consulta à lista de webhooks não respeitam o schema ou não fazem sentido semanticamente.', violacoes);
+  }
+  return f;
 }
 
 /** GET /webhook: the receiver's webhooks created in [inicio, fim] when given, a page of them. */

@@ -4,6 +4,7 @@ import { pixProblem } from '../../http/apiPixProblems.js';
 import { malformedUrlMessage } from '../../http/errorHandler.js';
 import { installBearerPipeline } from './bearer.js';
 import { oauthRoutes } from './oauth.routes.js';
+import { pixRoutes } from './pix.routes.js';
 
 /** The prefix of the façade's operations (the standard's `/cob`, `/loc`… live under it). */
 export const API_PIX_PREFIX = '/api/pix/v2';
@@ -14,7 +15,9 @@ export const API_PIX_PREFIX = '/api/pix/v2';
  * one module and one line here.
  */
 export type PixRouteGroup = (app: FastifyInstance, ctx: AppContext) => Promise<void> | void;
-const V2_GROUPS: PixRouteGroup[] = [];
+const V2_GROUPS: PixRouteGroup[] = [
+  pixRoutes, // /pix, /pix/{e2eid}/devolucao/{id}, /webhook
+];
 
 /**
  * The API Pix façade (issue 27, docs/api-pix.md): the token endpoint at /api/pix/oauth/token and
