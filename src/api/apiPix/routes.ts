@@ -3,6 +3,8 @@ import type { AppContext } from '../../context.js';
 import { pixProblem } from '../../http/apiPixProblems.js';
 import { malformedUrlMessage } from '../../http/errorHandler.js';
 import { installBearerPipeline } from './bearer.js';
+import { cobRoutes } from './cob.routes.js';
+import { locRoutes } from './loc.routes.js';
 import { oauthRoutes } from './oauth.routes.js';
 import { pixRoutes } from './pix.routes.js';
 
@@ -16,6 +18,8 @@ export const API_PIX_PREFIX = '/api/pix/v2';
  */
 export type PixRouteGroup = (app: FastifyInstance, ctx: AppContext) => Promise<void> | void;
 const V2_GROUPS: PixRouteGroup[] = [
+  cobRoutes,
+  locRoutes,
   pixRoutes, // /pix, /pix/{e2eid}/devolucao/{id}, /webhook
 ];
 
