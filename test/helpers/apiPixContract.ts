@@ -99,6 +99,17 @@ function validator(pointer: string): ValidateFunction {
   return v;
 }
 
+/**
+ * Violations of a body against a schema of the standard named by its JSON pointer (the callback
+ * body `/components/requestBodies/WebhookPixBody/content/application~1json/schema`, which no route
+ * of the façade answers with); undefined when the standard is not available.
+ */
+export function schemaViolations(pointer: string, body: unknown): string[] | undefined {
+  if (!doc()) return undefined;
+  const v = validator(pointer);
+  return v(body) ? [] : (v.errors ?? []).map((e) => `${e.instancePath} ${e.message ?? ''} (${e.schemaPath})`);
+}
+
 const esc = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
 
 /** A local `$ref` followed to what it names (parameters, responses, request bodies). */
