@@ -270,6 +270,20 @@ describe.each(BACKENDS)('API Pix received Pix, returns and webhooks (domain) on 
     await deletePixWebhook(s.ctx, scope(), key);
   });
 
+  it('webhooks: a key whose engine registration was deleted through DELETE /webhooks/{id} gets no notices, and GET /webhook/{chave} is 404', async () => {
+    const { deleteWebhook } = await import('../../src/webhooks/service.js');
+    await putPixWebhook(s.ctx, { ...scope(), clientId: null }, key, { webhookUrl: `${r.url}/gone` });
+    const [row] = await s.ctx.db.query<{ webhook_id: string }>('SELECT webhook_id FROM api_pix_webhooks WHERE account_id = $1', [m.accountId]);
+    expect(await deleteWebhook(s.ctx, { merchantId: m.merchantId, accountId: null }, row!.webhook_id)).toBe(true);
+    await paidCharge(333);
+    const notices = await s.ctx.db.query('SELECT 1 FROM api_pix_webhook_notices n JOIN api_pix_webhooks w ON w.id = n.subscription_id WHERE w.account_id = $1', [m.accountId]);
+    expect(notices).toEqual([]);
+    expect(await refusal(getPixWebhook(s.ctx, scope(), key))).toMatchObject({ type: 'WebhookNaoEncontrado' });
+    // Set again: a new registration replaces the dead one.
+    expect((await putPixWebhook(s.ctx, { ...scope(), clientId: null }, key, { webhookUrl: `${r.url}/again` })).webhookUrl).toBe(`${r.url}/again`);
+    await deletePixWebhook(s.ctx, scope(), key);
+  });
+
   it('webhooks: several due Pix of a key go in one POST, at most the batch bound each', async () => {
     const { batchPixNotices, BATCH } = await import('../../src/apiPix/pixWebhookBatches.js');
     const { noticeForKey } = await import('../../src/apiPix/pixNotices.js');
