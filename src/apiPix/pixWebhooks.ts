@@ -3,7 +3,7 @@ import type { Clock } from '../lib/clock.js';
 import { newUuid } from '../lib/ids.js';
 import { brCodeKey } from '../pix/keys.js';
 import { destinationProblem, isAllowedHost, parseAllowedHosts } from '../webhooks/destination.js';
-import { newWebhookSecret, URL_MAX_LENGTH } from '../webhooks/registration.js';
+import { MAX_WEBHOOKS_PER_MERCHANT, newWebhookSecret, URL_MAX_LENGTH } from '../webhooks/registration.js';
 import * as engine from '../webhooks/repository.js';
 import { pixProblem } from './pixProblems.js';
 import { queryReader, type PixQuery } from './pixReceived.js';
@@ -108,6 +108,10 @@ export async function putPixWebhook(ctx: PixWebhookDeps, owner: PixWebhookOwner,
         now,
       ]);
       return webhookView(row!);
+    }
+    // Each one is a registration of the engine: the merchant's bound on those holds for them too.
+    if ((await engine.countLiveWebhooks(tx, owner.merchantId)) >= MAX_WEBHOOKS_PER_MERCHANT) {
+      throw invalid(`O limite de ${MAX_WEBHOOKS_PER_MERCHANT} webhooks do usuário recebedor foi atingido.`, 'chave');
     }
     // A registration whose engine row was deleted elsewhere (DELETE /webhooks/{id}) is replaced.
     await tx.query('DELETE FROM api_pix_webhooks WHERE account_id = $1 AND chave = $2', [key.account_id, key.key]);

@@ -9,7 +9,7 @@ import { BACKENDS } from '../helpers/db.js';
 import { addPixKey, merchantWithKey, type MerchantFixture } from '../helpers/client.js';
 import { balances, expectLedgerConsistent, sandbox, SIM_FAST, waitFor } from '../helpers/pix.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { startReceiver, type Receiver } from '../webhooks/helpers.js';
+import { insertTestWebhook, startReceiver, type Receiver } from '../webhooks/helpers.js';
 
 const DAY_MS = 86_400_000;
 
@@ -282,6 +282,15 @@ describe.each(BACKENDS)('API Pix received Pix, returns and webhooks (domain) on 
     // Set again: a new registration replaces the dead one.
     expect((await putPixWebhook(s.ctx, { ...scope(), clientId: null }, key, { webhookUrl: `${r.url}/again` })).webhookUrl).toBe(`${r.url}/again`);
     await deletePixWebhook(s.ctx, scope(), key);
+  });
+
+  it('webhooks: each is a registration of the engine, within the merchant\'s bound of 25', async () => {
+    const { MAX_WEBHOOKS_PER_MERCHANT } = await import('../../src/webhooks/registration.js');
+    const full = await merchantWithKey(s);
+    const fullKey = await addPixKey(s, full.accountId, 'evp');
+    for (let i = 0; i < MAX_WEBHOOKS_PER_MERCHANT; i++) await insertTestWebhook(s.ctx.db, { merchantId: full.merchantId, accountId: full.accountId, url: `${r.url}/n${i}` });
+    const refused = await refusal(putPixWebhook(s.ctx, { merchantId: full.merchantId, accountId: full.accountId, clientId: null }, fullKey, { webhookUrl: r.url }));
+    expect(refused).toMatchObject({ type: 'WebhookOperacaoInvalida', violacoes: [{ razao: expect.stringContaining('25') }] });
   });
 
   it('webhooks: several due Pix of a key go in one POST, at most the batch bound each', async () => {
