@@ -284,6 +284,25 @@ describe.each(BACKENDS)('API Pix received Pix, returns and webhooks (domain) on 
     await deletePixWebhook(s.ctx, scope(), key);
   });
 
+  it('a return the rail rejects is NAO_REALIZADO with its motivo, and reaches the webhook (a merchant-API refund is named by its transaction_id)', async () => {
+    await putPixWebhook(s.ctx, { ...scope(), clientId: null }, key, { webhookUrl: `${r.url}/rejected` });
+    const charge = await paidCharge(900);
+    const res = await m.client.post('/pix/refund', { original_e2e_id: charge.e2e, amount: 100, reason: 'ZZ99' });
+    expect(res.status).toBe(202);
+    const failed = await waitFor(() => getReturn(s.ctx, scope(), charge.e2e, res.body.transaction_id), (d) => d.status !== 'EM_PROCESSAMENTO');
+    expect(failed).toEqual({
+      id: res.body.transaction_id,
+      rtrId: res.body.end_to_end_id,
+      valor: '1.00',
+      descricao: 'Devolução PIX',
+      horario: { solicitacao: expect.any(String) },
+      status: 'NAO_REALIZADO',
+      motivo: expect.stringContaining('Return code'),
+    });
+    await r.waitFor((all) => all.some((x) => x.path === '/rejected/pix' && x.body.pix.some((p: any) => p.devolucoes?.[0]?.status === 'NAO_REALIZADO')));
+    await deletePixWebhook(s.ctx, scope(), key);
+  });
+
   it('webhooks: each is a registration of the engine, within the merchant\'s bound of 25', async () => {
     const { MAX_WEBHOOKS_PER_MERCHANT } = await import('../../src/webhooks/registration.js');
     const full = await merchantWithKey(s);
