@@ -138,4 +138,13 @@ describe.each(BACKENDS)('API Pix /pix, devolucao and /webhook routes on %s', (ba
     expect(gone.body.type).toBe(`${TYPE}WebhookNaoEncontrado`);
     expect((await pix.delete(`/webhook/${key}`)).status).toBe(404);
   });
+
+  it('a URL that cannot be decoded names no webhook: DELETE answers 404 (the standard lists no 400 for DELETE), a read 400', async () => {
+    const del = await pix.delete('/webhook/%F1%82%00abc');
+    expect(del.status).toBe(404);
+    expect(del.body).toMatchObject({ type: `${TYPE}NaoEncontrado`, status: 404, detail: expect.stringContaining('percent-encoding') });
+    const read = await pix.get('/webhook/%F1%82%00abc');
+    expect(read.status).toBe(400);
+    expect(read.body.type).toBe(`${TYPE}RequisicaoInvalida`);
+  });
 });

@@ -44,7 +44,14 @@ export function apiPixRoutes(ctx: AppContext) {
         installBearerPipeline(v2, ctx);
         v2.setNotFoundHandler((req: FastifyRequest, reply: FastifyReply) => {
           const malformed = malformedUrlMessage(req);
-          const answer = malformed !== null ? pixProblem(400, 'RequisicaoInvalida', malformed) : pixProblem(404, 'NaoEncontrado', 'Recurso não encontrado');
+          // A URL that cannot be decoded names no resource. The standard's DELETE operations list
+          // 404 and never 400, so a DELETE is told so in those words; the others keep 400.
+          const answer =
+            malformed === null
+              ? pixProblem(404, 'NaoEncontrado', 'Recurso não encontrado')
+              : req.method === 'DELETE'
+                ? pixProblem(404, 'NaoEncontrado', malformed)
+                : pixProblem(400, 'RequisicaoInvalida', malformed);
           return reply.code(answer.statusCode).headers(answer.headers).send(answer.body);
         });
         for (const group of V2_GROUPS) await group(v2, ctx);
