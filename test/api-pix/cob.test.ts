@@ -271,6 +271,9 @@ describe.skipIf(!standard).each(BACKENDS)(`API Pix cob and loc on %s${standard ?
     const keys = (await (await fetch(`${s.url}/api/pix/jwks.json`)).json()) as { keys: Array<Record<string, string>> };
     const { kid } = JSON.parse(Buffer.from(header!, 'base64url').toString()) as { kid: string };
     const jwk = keys.keys.find((k) => k.kid === kid)!;
+    // The installation's key (every process signs with the one the set publishes).
+    const [stored] = await s.ctx.db.query<{ kid: string }>('SELECT kid FROM api_pix_signing_key');
+    expect(kid).toBe(stored!.kid);
     const ok = verify('sha256', Buffer.from(`${header}.${payload}`), createPublicKey({ key: jwk, format: 'jwk' }), Buffer.from(signature!, 'base64url'));
     expect(ok).toBe(true);
     const body = JSON.parse(Buffer.from(payload!, 'base64url').toString());
