@@ -226,6 +226,8 @@ describe.skipIf(!standard).each(BACKENDS)(`API Pix cob and loc on %s${standard ?
     expect(unknown.status).toBe(404);
     expect(unknown.body.type).toBe(`${ERR}PayloadLocationNaoEncontrado`);
     expect((await pix.delete('/loc/abc/txid')).status).toBe(404);
+    expect((await pix.delete('/loc/%00/txid')).status).toBe(404); // a malformed URL names no location
+    expect((await pix.get('/loc/%E0%A4%A')).status).toBe(400);
     const bad = await pix.post('/loc', { tipoCob: 'cobr' });
     expect(bad.status).toBe(400);
     expect(bad.body.type).toBe(`${ERR}PayloadLocationOperacaoInvalida`);
@@ -271,6 +273,9 @@ describe.skipIf(!standard).each(BACKENDS)(`API Pix cob and loc on %s${standard ?
     const keys = (await (await fetch(`${s.url}/api/pix/jwks.json`)).json()) as { keys: Array<Record<string, string>> };
     const { kid } = JSON.parse(Buffer.from(header!, 'base64url').toString()) as { kid: string };
     const jwk = keys.keys.find((k) => k.kid === kid)!;
+    // The installation's key (every process signs with the one the set publishes).
+    const [stored] = await s.ctx.db.query<{ kid: string }>('SELECT kid FROM api_pix_signing_key');
+    expect(kid).toBe(stored!.kid);
     const ok = verify('sha256', Buffer.from(`${header}.${payload}`), createPublicKey({ key: jwk, format: 'jwk' }), Buffer.from(signature!, 'base64url'));
     expect(ok).toBe(true);
     const body = JSON.parse(Buffer.from(payload!, 'base64url').toString());
