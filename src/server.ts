@@ -213,11 +213,7 @@ function addWorkers(ctx: AppContext, simulator: SimulatedRail): void {
   // the PIX recovery, the webhook dispatcher); the others send it their wake-ups
   // (src/lib/clusterWakes.ts). Every process sends webhook deliveries.
   const backgroundLoops = runsBackgroundLoops();
-<<<<<<< HEAD
-  if (backgroundLoops) ctx.workers.push(...ctx.rail.workers(), ...pixWorkers(background), ...webhookWorkers(background, { beforeDispatch: () => batchPixNotices(background.db) }));
-=======
-  if (backgroundLoops) ctx.workers.push(...ctx.rail.workers(), ...pixWorkers(background), ...webhookWorkers(background), graceWorker(background));
->>>>>>> int
+  if (backgroundLoops) ctx.workers.push(...ctx.rail.workers(), ...pixWorkers(background), ...webhookWorkers(background, { beforeDispatch: () => batchPixNotices(background.db) }), graceWorker(background));
   else ctx.workers.push(wakeForwarder(db, simulator, [WAKE.outbox]), webhookSender(background));
   if (backgroundLoops && cluster.isWorker) ctx.workers.push(wakeReceiver((name) => wakeLocal(db, name), simulator));
   log.info(
