@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOperator } from '../../src/auth/operators.js';
 import { totpCode } from '../../src/auth/totp.js';
 import { deposit } from '../../src/merchants/service.js';
+import { insertWebhook } from '../../src/webhooks/endpointsRepo.js';
+import { randomUUID } from 'node:crypto';
 import { merchantWithKey, type MerchantFixture } from '../helpers/client.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -82,5 +84,21 @@ describe('console paging and CSV', () => {
     expect(lines.some((l) => l.startsWith('"account","Padaria"'))).toBe(true);
     const hooks = (await (await get('/console/webhooks.csv')).text()).split('\r\n');
     expect(hooks[0]).toBe('webhook_id,merchant_id,merchant_name,url,active,failed,pending,delivered,oldest_pending,last_status_code,last_error');
+  });
+
+  it('webhooks across merchants: page 2 holds other endpoints; the CSV has every one', async () => {
+    for (let i = 0; i < 52; i++) {
+      await insertWebhook(s.ctx.db, {
+        id: randomUUID(), merchantId: a.merchantId, accountId: a.accountId, clientId: a.client.clientId, url: `https://hooks.example/${i}`,
+        events: ['pix.payout.confirmed'], secret: 'whsec_test_0123456789abcdef', description: null, allowInsecure: false,
+      } as Parameters<typeof insertWebhook>[1]);
+    }
+    const hookIds = (text: string) => [...text.matchAll(/data-webhook-id="([^"]+)"/g)].map((m) => m[1]!);
+    const one = hookIds(await (await get('/console/webhooks')).text());
+    const two = hookIds(await (await get('/console/webhooks?page=2')).text());
+    expect(one).toHaveLength(50);
+    expect(two).toHaveLength(2);
+    expect(two.filter((id) => one.includes(id))).toEqual([]);
+    expect((await (await get('/console/webhooks.csv')).text()).trim().split('\r\n')).toHaveLength(53);
   });
 });
