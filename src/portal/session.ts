@@ -42,7 +42,7 @@ function cookie(ctx: AppContext, value: string, maxAgeSeconds: number): string {
 
 export async function createSession(ctx: AppContext, reply: FastifyReply, clientId: string): Promise<void> {
   const token = randomBytes(32).toString('base64url');
-  const now = ctx.clock.now();
+  const now = ctx.wallClock.now();
   await ctx.db.query('DELETE FROM portal_sessions WHERE expires_at < $1', [now]);
   await ctx.db.query(
     `INSERT INTO portal_sessions (token_hash, client_id, csrf_token, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)`,
@@ -67,7 +67,7 @@ export async function loadSession(ctx: AppContext, req: FastifyRequest, clientIp
     'SELECT client_id, csrf_token, expires_at, flash FROM portal_sessions WHERE token_hash = $1',
     [tokenHash],
   );
-  const now = ctx.clock.now();
+  const now = ctx.wallClock.now();
   if (!row) return 'none';
   if (row.expires_at.getTime() <= now.getTime()) return 'expired';
   const key = await findKeyForAuth(ctx.db, row.client_id);

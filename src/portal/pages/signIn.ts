@@ -53,7 +53,7 @@ ${message ? html`<div class="flash error" role="alert">${message}</div>` : ''}
     const form = (typeof req.body === 'object' && req.body ? req.body : {}) as Form;
     const id = one(form, 'client_id')?.trim() ?? '';
     const secret = one(form, 'client_secret') ?? '';
-    const result = await authenticate((id) => ctx.credentials.apiKey(ctx.db, id), ctx.clock, id && secret ? `ApiKey ${id}:${secret}` : undefined);
+    const result = await authenticate((id) => ctx.credentials.apiKey(ctx.db, id), ctx.wallClock, id && secret ? `ApiKey ${id}:${secret}` : undefined);
     if (!('key' in result)) return page(reply, loginPage(req, 'Wrong client ID or secret, or the key is revoked or expired.'), 401);
     const { key } = result;
     if (key.ip_whitelist.length === 0 || !whitelistAllows(key.ip_whitelist, ip)) return page(reply, loginPage(req, WHY.ip!), 403);
