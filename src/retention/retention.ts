@@ -16,7 +16,14 @@ const LIMIT_WINDOW_RETENTION_DAYS = 3;
 /** What a retention pass uses (AppContext satisfies it). */
 export interface RetentionDeps {
   db: Database;
+  /** Business time: windows over rows stamped by it (idempotency keys, simulator payments, limit windows). */
   clock: Clock;
+  /**
+   * Real time (default `clock`): windows over rows the database stamps with its own now() or the
+   * wall clock — outbox events and their daily partitions, the rail inbox, nonces. The sandbox clock
+   * does not move them (docs/sandbox-clock.md).
+   */
+  wallClock?: Clock;
   config: Pick<Config, 'retention'>;
 }
 
@@ -52,6 +59,7 @@ export interface RetentionReport {
 export async function runRetention(ctx: RetentionDeps): Promise<RetentionReport> {
   const r = ctx.config.retention;
   const now = ctx.clock.now().getTime();
+  const wallNow = (ctx.wallClock ?? ctx.clock).now().getTime();
   const drain = async (purge: () => Promise<number>) => {
     let total = 0;
     for (;;) {
@@ -60,7 +68,7 @@ export async function runRetention(ctx: RetentionDeps): Promise<RetentionReport>
       if (n < r.batchSize) return total;
     }
   };
-  const eventCutoff = new Date(now - r.eventDays * DAY_MS);
+  const eventCutoff = new Date(wallNow - r.eventDays * DAY_MS);
   // A partition step that found its tables busy (lock_timeout) waits for the next pass; the row
   // purges below run anyway.
   const busy = (err: unknown) => {
@@ -72,11 +80,11 @@ export async function runRetention(ctx: RetentionDeps): Promise<RetentionReport>
   return {
     event_days_dropped: dropped,
     idempotency_keys: await drain(() => repo.purgeIdempotencyKeys(ctx.db, new Date(now - r.idempotencyHours * HOUR_MS), r.batchSize)),
-    rail_inbox: await drain(() => repo.purgeRailInbox(ctx.db, new Date(now - r.railInboxDays * DAY_MS), r.batchSize)),
+    rail_inbox: await drain(() => repo.purgeRailInbox(ctx.db, new Date(wallNow - r.railInboxDays * DAY_MS), r.batchSize)),
     events: await drain(() => ctx.db.transaction((tx) => repo.purgeEvents(tx, eventCutoff, r.batchSize))),
     sim_payments: await drain(() => repo.purgeSimPayments(ctx.db, new Date(now - r.simDays * DAY_MS), r.batchSize)),
     limit_windows: await drain(() => repo.purgeLimitWindows(ctx.db, new Date(now - LIMIT_WINDOW_RETENTION_DAYS * DAY_MS), r.batchSize)),
-    nonces: await drain(() => repo.purgeNonces(ctx.db, new Date(now), r.batchSize)),
+    nonces: await drain(() => repo.purgeNonces(ctx.db, new Date(wallNow), r.batchSize)),
   };
 }
 
