@@ -21,11 +21,20 @@ export async function clockSandboxRoutes(app: FastifyInstance, ctx: AppContext) 
     return answer();
   });
   mount(app, clockApi.advanceClock, async (req) => {
-    const { seconds } = parseOrThrow(advanceBody, req.body);
-    const offset = await advanceOffset(ctx.db, seconds);
-    if (offset === null) throw badRequest({ seconds: [`would move the clock more than ${MAX_OFFSET_SECONDS} seconds (10 years) ahead of real time`] });
-    clock.apply(offset); // this process at once; the others on the notification
-    ctx.log.info({ seconds, offset_seconds: offset }, 'sandbox clock advanced');
+    await advanceClock(ctx, clock, parseOrThrow(advanceBody, req.body).seconds);
     return answer();
   });
+}
+
+/**
+ * Moves the installation's simulated time forward by `seconds` (validated by `advanceBody`): this
+ * process's clock at once, the others on the notification. Throws the 400 past MAX_OFFSET_SECONDS.
+ * The sandbox API and the portal's sandbox panel call it.
+ */
+export async function advanceClock(ctx: Pick<AppContext, 'db' | 'log'>, clock: SandboxClock, seconds: number): Promise<number> {
+  const offset = await advanceOffset(ctx.db, seconds);
+  if (offset === null) throw badRequest({ seconds: [`would move the clock more than ${MAX_OFFSET_SECONDS} seconds (10 years) ahead of real time`] });
+  clock.apply(offset);
+  ctx.log.info({ seconds, offset_seconds: offset }, 'sandbox clock advanced');
+  return offset;
 }

@@ -1,10 +1,13 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpError } from '../../http/errors.js';
 import { parseOrThrow } from '../../http/validation.js';
 import { getInfraction, infractionId } from '../../med/merchant.js';
 import type { SimulatedRail } from '../../rail/sim/simulatedRail.js';
 import { decidePayout, openInfraction, receiveInbound, resolveInfraction, returnPayout } from '../../sandbox/actions.js';
 import { payBrCode } from '../../sandbox/payerBank.js';
+import { advanceBody } from '../../sandbox/clock.api.js';
+import { advanceClock } from '../../sandbox/clock.routes.js';
+import { SandboxClock } from '../../lib/sandboxClock.js';
 import { inbound, pay, report, resolve, returnBody } from '../../sandbox/sandbox.api.js';
 import { one, opt, type Form } from '../formBody.js';
 import { brl, html, parseReais, type Html } from '../html.js';
@@ -18,6 +21,7 @@ import { can, type PortalSession } from '../session.js';
 export function sandboxPages(app: FastifyInstance, portal: Portal, sim: SimulatedRail) {
   sandboxPanel(app, portal);
   sandboxActions(app, portal, sim);
+  clockAction(app, portal);
 }
 
 /** The panel: one form per simulation the key's permissions allow. */
@@ -38,6 +42,7 @@ ${form('inbound', 'Receive a PIX', html`<label>Amount (R$) <input name="amount" 
 ${form('pay', 'Pay a charge', html`<label>Copy-and-paste code (EMV) <textarea name="emv" rows="3" required></textarea></label>`, 'Pay')}
 ${form('infraction', 'Open an infraction', html`<label>Received PIX (transaction or end-to-end id) <input name="transaction" required></label><label>Amount claimed (R$, empty: all) <input name="amount" inputmode="decimal"></label>`, 'Open')}
 ${form('resolve', 'Resolve an infraction', html`<label>Infraction id <input name="infraction_id" required></label><label>Decision <select name="decision"><option>accepted</option><option>rejected</option><option>cancelled</option></select></label>`, 'Resolve')}
+${clockForm(portal, req, s)}
 ${form('payout', 'Decide a held payout', html`<label>Payout (transaction id) <input name="transaction" required></label><label>Action <select name="decision"><option>settle</option><option>reject</option><option>return</option></select></label><label>Return amount (R$, empty: all) <input name="amount" inputmode="decimal"></label>`, 'Apply')}
 </div>`;
     return page(reply, layout(req, 'Sandbox', body, '/portal/sandbox'));
@@ -106,5 +111,36 @@ function sandboxActions(app: FastifyInstance, portal: Portal, sim: SimulatedRail
       await decidePayout(ctx, sim, row.transaction_id, decision);
     }
     return { redirect: `/portal/transactions/${encodeURIComponent(row.transaction_id)}`, message: `Payout ${row.transaction_id}: ${decision} applied` };
+  });
+}
+
+/** What the "Advance clock" form needs: a key that may create charges (the deadlines it plays against). */
+const CLOCK_PERMISSION = 'pix:write';
+const CLOCK_UNITS = { minutes: 60, hours: 3_600, days: 86_400 } as const;
+
+/** The sandbox clock (docs/sandbox-clock.md): simulated now, and a form that moves it forward for the whole installation. */
+function clockForm(portal: Portal, req: FastifyRequest, s: PortalSession): Html {
+  const clock = portal.ctx.clock;
+  if (!(clock instanceof SandboxClock) || !can(s, CLOCK_PERMISSION)) return html``;
+  return html`<form class="stack card" method="post" action="/portal/sandbox/clock">${portal.csrfField(req)}<h2>Advance clock</h2>
+<p class="muted">Simulated now: <time class="mono">${clock.now().toISOString()}</time> (${String(clock.offsetSeconds())} s ahead). Moves time forward for the whole installation; due deadlines fire.</p>
+<label>Amount <input name="amount" inputmode="numeric" required pattern="[0-9]+"></label><label>Unit <select name="unit"><option>minutes</option><option>hours</option><option selected>days</option></select></label><button type="submit">Advance clock</button></form>`;
+}
+
+function clockAction(app: FastifyInstance, portal: Portal) {
+  const clock = portal.ctx.clock;
+  if (!(clock instanceof SandboxClock)) return;
+  app.post('/portal/sandbox/clock', async (req, reply) => {
+    const s = req.portal!;
+    if (!can(s, CLOCK_PERMISSION)) return portal.forbidden(req, reply, CLOCK_PERMISSION);
+    return portal.action(req, reply, '/portal/sandbox', async () => {
+      const f = req.body as Form;
+      const unit = CLOCK_UNITS[one(f, 'unit') as keyof typeof CLOCK_UNITS];
+      if (unit === undefined) throw new HttpError(400, { detail: 'Choose minutes, hours or days' });
+      const amount = /^\d{1,9}$/.test((one(f, 'amount') ?? '').trim()) ? Number(one(f, 'amount')!.trim()) : -1;
+      const { seconds } = parseOrThrow(advanceBody, { seconds: amount * unit });
+      await advanceClock(portal.ctx, clock, seconds);
+      return `Clock advanced ${amount} ${one(f, 'unit')}: simulated now ${clock.now().toISOString()}`;
+    });
   });
 }
