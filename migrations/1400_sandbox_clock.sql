@@ -11,6 +11,16 @@ CREATE TABLE sandbox_clock (
 );
 INSERT INTO sandbox_clock DEFAULT VALUES;
 
+-- Every advance: from when (the database's now()) which offset held. Rows stamped by the database's
+-- own now() (outbox_events.created_at, the partition key) are shown in simulated time by adding the
+-- offset that held when they were written (the events feed), at no cost to the writes.
+CREATE TABLE sandbox_clock_history (
+  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  since timestamptz NOT NULL,
+  offset_seconds bigint NOT NULL CHECK (offset_seconds > 0)
+);
+CREATE INDEX sandbox_clock_history_since ON sandbox_clock_history (since);
+
 -- Business now(): the transaction's now() plus the sandbox offset (0 in production).
 CREATE FUNCTION business_now() RETURNS timestamptz LANGUAGE sql STABLE AS $$
   SELECT now() + COALESCE((SELECT offset_seconds FROM sandbox_clock), 0) * interval '1 second'

@@ -108,7 +108,18 @@ export async function advanceOffset(db: Database, seconds: number): Promise<numb
       [seconds, MAX_OFFSET_SECONDS],
     );
     if (!row) return null;
+    await tx.query('INSERT INTO sandbox_clock_history (since, offset_seconds) VALUES (now(), $1)', [row.offset_seconds]);
     await notify(tx, CLOCK_CHANNEL, String(row.offset_seconds));
     return row.offset_seconds;
   });
+}
+
+/**
+ * SQL for the simulated time of `column`, a time the database stamped with its own now() (real
+ * time): the column plus the offset that held then (`sandbox_clock_history`; none: 0). For reads
+ * of such rows — the events feed's `created_at` — so that writes pay nothing.
+ */
+export function simulatedAt(column: string): string {
+  if (!/^[a-z_][a-z0-9_.]*$/.test(column)) throw new Error(`not a column: ${column}`);
+  return `(${column} + COALESCE((SELECT h.offset_seconds FROM sandbox_clock_history h WHERE h.since <= ${column} ORDER BY h.since DESC LIMIT 1), 0) * interval '1 second')`;
 }
