@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addDays } from '../src/boleto/barcode.js';
 import { brasiliaToday } from '../src/boleto/service.js';
 import { MED } from '../src/med/infractions.js';
+import { runRetention } from '../src/retention/retention.js';
 import { addPixKey, merchantWithKey, type MerchantFixture } from './helpers/client.js';
 import { BACKENDS } from './helpers/db.js';
 import { received, reportInfraction } from './helpers/med.js';
@@ -201,6 +202,31 @@ describe('sandbox clock bounds', () => {
         body: { errors: { bad_request: { seconds: ['would move the clock more than 316224000 seconds (10 years) ahead of real time'] } } },
       });
       expect((await clockOf(s)).body.offset_seconds).toBe(3660 * DAY);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe('sandbox clock and security windows', () => {
+  it('signatures, nonces and their retention stay on real time across an advance of 30 days', async () => {
+    const s = await startTestServer({ workers: false });
+    try {
+      const m = await merchantWithKey(s);
+      await addPixKey(s, m.accountId, 'evp');
+      const nonce = 'n'.repeat(16) + Date.now();
+      expect((await m.client.post('/pix/cash-in', { amount: 1000 }, { sign: 'v2', nonce })).status).toBe(201);
+      expect((await advance(s, { seconds: 30 * DAY })).status).toBe(200);
+      // The nonce is still remembered: the same nonce on other content is refused.
+      const reused = await m.client.post('/pix/cash-in', { amount: 1001 }, { sign: 'v2', nonce });
+      expect(reused.status).toBe(409);
+      // Retention keeps its record (it expires 10 real minutes after the claim).
+      expect((await runRetention(s.ctx)).nonces).toBe(0);
+      expect((await s.ctx.db.query('SELECT 1 FROM request_nonces')).length).toBeGreaterThan(0);
+      // A fresh request signed now (real time) passes; the charge it makes lives in simulated time.
+      const fresh = await m.client.post('/pix/cash-in', { amount: 1002 }, { sign: 'v2' });
+      expect(fresh.status).toBe(201);
+      expect(secondsBetween(new Date(), fresh.body.created_at)).toBeGreaterThan(30 * DAY - 10);
     } finally {
       await s.close();
     }
