@@ -4,7 +4,7 @@ import { sandbox } from '../helpers/pix.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { PortalHttp } from './portalHttp.js';
 
-/** The sandbox panel's "Advance clock" form (docs/sandbox-clock.md), spoken over HTTP. */
+/** The sandbox panel's "Advance clock" form (docs/sandbox-clock.md), spoken over HTTP (fetch's Accept-Language: English). */
 describe('portal sandbox panel: Advance clock', () => {
   let s: TestServer;
   beforeAll(async () => {
@@ -23,13 +23,17 @@ describe('portal sandbox panel: Advance clock', () => {
     const hidden = await p.hiddenFields('/portal/sandbox', '/portal/sandbox/clock');
     const moved = await p.post('/portal/sandbox/clock', { ...hidden, amount: '2', unit: 'days' });
     expect(moved.status).toBe(303);
-    expect(await p.flash(moved.location!)).toMatch(/^Clock advanced 2 days: simulated now \d{4}-/);
+    expect(await p.flash(moved.location!)).toMatch(/^Clock advanced 2 days: simulated now \S/);
     expect((await sandbox(s, 'GET', '/clock')).body.offset_seconds).toBe(2 * 86_400);
     expect((await p.get('/portal/sandbox')).text).toContain('(172800 s ahead)');
+    const pt = await fetch(`${s.url}/portal/sandbox`, { headers: { cookie: p.cookie, 'accept-language': 'pt-BR' } });
+    const ptText = await pt.text();
+    expect(ptText).toContain('<h2>Avançar o relógio</h2>');
+    expect(ptText).toContain('(172800 s adiantado)');
 
     const bad = await p.post('/portal/sandbox/clock', { ...(await p.hiddenFields('/portal/sandbox', '/portal/sandbox/clock')), amount: '0', unit: 'hours' });
     expect(bad.status).toBe(303);
-    expect(await p.flash(bad.location!)).toContain('must be greater than or equal to 1');
+    expect((await p.get(bad.location!)).text).toContain('must be a whole number from 1');
     expect((await sandbox(s, 'GET', '/clock')).body.offset_seconds).toBe(2 * 86_400);
   });
 
@@ -38,7 +42,7 @@ describe('portal sandbox panel: Advance clock', () => {
     const p = await PortalHttp.signIn(s.url, m.client.clientId, m.client.clientSecret);
     const panel = await p.get('/portal/sandbox');
     expect(panel.status).toBe(200);
-    expect(panel.text).not.toContain('Advance clock');
+    expect(panel.text).not.toContain('/portal/sandbox/clock');
     const hidden = await p.hiddenFields('/portal/sandbox', '/portal/sandbox/infraction');
     const before = (await sandbox(s, 'GET', '/clock')).body.offset_seconds;
     expect((await p.post('/portal/sandbox/clock', { ...hidden, amount: '1', unit: 'days' })).status).toBe(403);
