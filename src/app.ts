@@ -1,5 +1,7 @@
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { adminRoutes } from './admin/routes.js';
+import { apiPixPayloadRoutes } from './api/apiPix/payload.routes.js';
+import { apiPixRoutes } from './api/apiPix/routes.js';
 import { boletoRoutes } from './api/boleto/routes.js';
 import type { AppContext } from './context.js';
 import { externalRoutes, type ExternalPlugin } from './api/external.routes.js';
@@ -11,6 +13,7 @@ import { genRequestId } from './http/requestId.js';
 import { metricsRoutes } from './api/metrics.routes.js';
 import { openApiRoutes } from './openapi/routes.js';
 import { portalRoutes } from './portal/routes.js';
+import { consoleRoutes } from './console/routes.js';
 
 /** Largest request body accepted anywhere (JSON payloads of this API are small). */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -46,7 +49,8 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     frameworkErrors,
     clientErrorHandler,
     routerOptions: { maxParamLength: MAX_PATH_SEGMENT_LENGTH },
-    ...(ctx.config.tls ? { https: { cert: ctx.config.tls.cert, key: ctx.config.tls.key, minVersion: 'TLSv1.2' as const } } : {}),
+    // A client certificate is asked for but not required (the API Pix façade binds one to a key: docs/api-pix.md).
+    ...(ctx.config.tls ? { https: { cert: ctx.config.tls.cert, key: ctx.config.tls.key, minVersion: 'TLSv1.2' as const, requestCert: true, rejectUnauthorized: false } } : {}),
   }) as unknown as FastifyInstance;
 
   app.addHook('onRequest', async (req, reply) => {
@@ -68,6 +72,9 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   await app.register(externalRoutes(ctx, options.externalPlugins), { prefix: '/api/external' });
   await app.register(boletoRoutes(ctx), { prefix: '/api/v1/central' });
   await app.register(sandboxRoutes(ctx), { prefix: '/api/sandbox' });
+  await app.register(apiPixRoutes(ctx), { prefix: '/api/pix' });
+  await app.register(apiPixPayloadRoutes(ctx));
   await app.register(portalRoutes(ctx));
+  if (ctx.config.consoleEnabled) await app.register(consoleRoutes(ctx));
   return app;
 }

@@ -31,6 +31,8 @@ export interface Config {
   adminToken: string;
   /** True when the admin token was generated at start (local only) and must be printed. */
   adminTokenGenerated: boolean;
+  /** The operator console at /console (docs/console.md): CONSOLE_ENABLED, default on except in production. */
+  consoleEnabled: boolean;
   rateLimitPerMinute: number;
   trustedProxies: IpRule[];
   /** Lower-cased `host` or `host:port` entries exempt from the private-destination rule of webhooks. */
@@ -58,6 +60,11 @@ export interface Config {
   simSeedGenerated: boolean;
   institutionIspb: string;
   tls: { cert: Buffer; key: Buffer } | undefined;
+  /**
+   * Host (and port) of the API Pix payload locations, `<host>/qr/v2/<token>` (API_PIX_LOCATION_HOST;
+   * default `localhost:<PORT>`): what a payer's bank reads from a dynamic BR Code (docs/api-pix.md).
+   */
+  apiPixLocationHost: string;
   webConcurrency: number;
   /** Token-less metrics listener (METRICS_PORT, METRICS_HOST); undefined: only GET /metrics with the admin token. */
   metricsPort: number | undefined;
@@ -364,6 +371,7 @@ export function parseConfig(env: Env = process.env): Config {
     readyzRedis,
     adminToken,
     adminTokenGenerated,
+    consoleEnabled: consoleEnabled(nonEmpty(env, 'CONSOLE_ENABLED'), appEnv),
     rateLimitPerMinute: readInt(env, 'RATE_LIMIT_PER_MINUTE', 90000, 1, 100_000_000),
     trustedProxies,
     webhookAllowedHosts,
@@ -378,6 +386,7 @@ export function parseConfig(env: Env = process.env): Config {
     simSeedGenerated: seedText === undefined,
     institutionIspb,
     tls,
+    apiPixLocationHost: readLocationHost(nonEmpty(env, 'API_PIX_LOCATION_HOST'), port),
     webConcurrency,
     metricsPort,
     metricsHost: nonEmpty(env, 'METRICS_HOST') ?? '127.0.0.1',
@@ -385,4 +394,19 @@ export function parseConfig(env: Env = process.env): Config {
     db,
     retention,
   };
+}
+
+/** API_PIX_LOCATION_HOST: a host name with an optional port, no scheme or path (a location is at most 77 characters). */
+function readLocationHost(value: string | undefined, port: number): string {
+  if (value === undefined) return port === 0 ? 'localhost' : `localhost:${port}`;
+  if (!/^[A-Za-z0-9.-]{1,40}(:\d{1,5})?$/.test(value)) throw new ConfigError('API_PIX_LOCATION_HOST must be a host name with an optional :port (no scheme, no path), at most 40 characters');
+  return value;
+}
+
+/** CONSOLE_ENABLED: `true`/`false`; unset → on in local and homologation, off in production. */
+function consoleEnabled(raw: string | undefined, appEnv: AppEnv): boolean {
+  if (raw === undefined) return appEnv !== 'production';
+  if (raw === 'true') return true;
+  if (raw === 'false') return appEnv === 'local'; // always on in local mode (issue 29)
+  throw new ConfigError(`CONSOLE_ENABLED must be true or false; got "${raw}"`);
 }

@@ -18,6 +18,14 @@ export interface ApiKeyRow {
   created_at: Date;
   updated_at: Date;
   revoked_at: Date | null;
+  /** A label the merchant gives the key (migration 1600). */
+  name: string;
+  /** The secret before the last rotation, accepted until `previous_secret_expires_at` (the grace). */
+  previous_secret_hash: string | null;
+  previous_secret_expires_at: Date | null;
+  rotated_at: Date | null;
+  /** SHA-256 (hex) of the TLS client certificate bound to the key for the API Pix façade (migration 1020). */
+  api_pix_cert_sha256: string | null;
 }
 
 export interface CreateApiKeyInput {
@@ -27,36 +35,41 @@ export interface CreateApiKeyInput {
   ipWhitelist: string[];
   expiresAt?: Date | null;
   hmac?: boolean;
+  name?: string;
 }
 
 /** Creates a key; the plaintext secret exists only in the returned value. */
 export async function createApiKey(db: Database, input: CreateApiKeyInput): Promise<{ key: ApiKeyRow; clientSecret: string }> {
-  return db.transaction(async (tx) => {
-    const merchant = await merchants.findMerchant(tx, input.merchantId);
-    if (!merchant) throw invalidFields({ merchant_id: ['does not exist'] });
-    if (input.accountId != null) {
-      const account = await merchants.findAccount(tx, input.accountId);
-      if (!account || account.merchant_id !== merchant.id) {
-        throw invalidFields({ account_id: ['does not belong to the merchant'] });
-      }
+  return db.transaction((tx) => insertApiKey(tx, input));
+}
+
+/** createApiKey inside the caller's transaction (src/auth/keyLifecycle.ts adds its event and audit row). */
+export async function insertApiKey(tx: Sql, input: CreateApiKeyInput): Promise<{ key: ApiKeyRow; clientSecret: string }> {
+  const merchant = await merchants.findMerchant(tx, input.merchantId);
+  if (!merchant) throw invalidFields({ merchant_id: ['does not exist'] });
+  if (input.accountId != null) {
+    const account = await merchants.findAccount(tx, input.accountId);
+    if (!account || account.merchant_id !== merchant.id) {
+      throw invalidFields({ account_id: ['does not belong to the merchant'] });
     }
-    const clientSecret = newSecret('sk_');
-    const [key] = await tx.query<ApiKeyRow>(
-      `INSERT INTO api_keys (client_id, secret_hash, merchant_id, account_id, permissions, ip_whitelist, hmac_enabled, expires_at)
-       VALUES ($1, $2, $3, $4, $5::text[], $6::text[], $7, $8) RETURNING *`,
-      [
-        newClientId(),
-        secretDigest(clientSecret),
-        merchant.id,
-        input.accountId ?? null,
-        input.permissions,
-        input.ipWhitelist,
-        input.hmac ?? true,
-        input.expiresAt ?? null,
-      ],
-    );
-    return { key: key!, clientSecret };
-  });
+  }
+  const clientSecret = newSecret('sk_');
+  const [key] = await tx.query<ApiKeyRow>(
+    `INSERT INTO api_keys (client_id, secret_hash, merchant_id, account_id, permissions, ip_whitelist, hmac_enabled, expires_at, name)
+     VALUES ($1, $2, $3, $4, $5::text[], $6::text[], $7, $8, $9) RETURNING *`,
+    [
+      newClientId(),
+      secretDigest(clientSecret),
+      merchant.id,
+      input.accountId ?? null,
+      input.permissions,
+      input.ipWhitelist,
+      input.hmac ?? true,
+      input.expiresAt ?? null,
+      input.name ?? '',
+    ],
+  );
+  return { key: key!, clientSecret };
 }
 
 export interface ApiKeyPatch {
@@ -64,6 +77,8 @@ export interface ApiKeyPatch {
   ipWhitelist?: string[];
   /** null clears the expiry. */
   expiresAt?: Date | null;
+  /** The API Pix client certificate's SHA-256 (hex); null unbinds it. */
+  apiPixCertSha256?: string | null;
 }
 
 export async function updateApiKey(db: Database, clientId: string, patch: ApiKeyPatch): Promise<ApiKeyRow> {
@@ -72,19 +87,10 @@ export async function updateApiKey(db: Database, clientId: string, patch: ApiKey
        permissions = COALESCE($2::text[], permissions),
        ip_whitelist = COALESCE($3::text[], ip_whitelist),
        expires_at = CASE WHEN $4::boolean THEN $5::timestamptz ELSE expires_at END,
+       api_pix_cert_sha256 = CASE WHEN $6::boolean THEN $7::text ELSE api_pix_cert_sha256 END,
        updated_at = now()
      WHERE client_id = $1 RETURNING *`,
-    [clientId, patch.permissions ?? null, patch.ipWhitelist ?? null, patch.expiresAt !== undefined, patch.expiresAt ?? null],
-  );
-  if (!key) throw new DomainError('not_found', { message: 'API key not found' });
-  return key;
-}
-
-export async function revokeApiKey(db: Database, clientId: string): Promise<ApiKeyRow> {
-  const [key] = await db.query<ApiKeyRow>(
-    `UPDATE api_keys SET active = false, revoked_at = COALESCE(revoked_at, now()), updated_at = now()
-     WHERE client_id = $1 RETURNING *`,
-    [clientId],
+    [clientId, patch.permissions ?? null, patch.ipWhitelist ?? null, patch.expiresAt !== undefined, patch.expiresAt ?? null, patch.apiPixCertSha256 !== undefined, patch.apiPixCertSha256 ?? null],
   );
   if (!key) throw new DomainError('not_found', { message: 'API key not found' });
   return key;
@@ -135,6 +141,7 @@ export function apiKeyView(key: ApiKeyRow) {
     ip_whitelist: key.ip_whitelist,
     hmac: key.hmac_enabled,
     expires_at: key.expires_at ? key.expires_at.toISOString() : null,
+    api_pix_certificate_sha256: key.api_pix_cert_sha256 ?? null,
     active: key.active,
     created_at: key.created_at.toISOString(),
   };
