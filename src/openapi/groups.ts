@@ -14,6 +14,7 @@ import { BusinessError, PermissionError, PipelineError, WorkedFalseError } from 
 import type { RouteSpec } from '../http/routeSpec.js';
 import { cobApi } from '../api/apiPix/cob.api.js';
 import { locApi } from '../api/apiPix/loc.api.js';
+import { pixApi as apiPixPixApi } from '../api/apiPix/pix.routes.js';
 import { apiPixOpenApi } from '../api/apiPix/open.api.js';
 import { ApiPixProblem } from '../api/apiPix/spec.js';
 
@@ -189,8 +190,10 @@ export const apiPix: ApiGroup = {
   tags: [
     { name: 'API Pix: cob', description: 'Charges paid at once (the standard’s `cob`), each a pixgate charge underneath' },
     { name: 'API Pix: loc', description: 'Payload locations (the standard’s `loc`)' },
+    { name: 'API Pix: Pix', description: 'Pix received (pixgate’s inbound records) and their returns (`devolucao`, pixgate refunds)' },
+    { name: 'API Pix: Webhook', description: 'The standard’s webhooks per PIX key, delivered to `{webhookUrl}/pix` by pixgate’s webhook engine' },
   ],
-  routes: routesOf(cobApi, locApi),
+  routes: routesOf(cobApi, locApi, apiPixPixApi),
   headers: () => [],
   security: (route) => [{ ApiPixOAuth2: [String((route.config as { scope?: string } | undefined)?.scope ?? '')] }],
   commonErrors: () => ({
