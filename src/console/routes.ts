@@ -124,7 +124,7 @@ function signInPages(app: FastifyInstance, kit: ConsoleKit) {
     const refuse = async (why: string, status: number) => page(reply, layout(req, t.title, html`<div class="login">${loginForm(req, why, username)}</div>`), status);
     if (await tooManyFailures(ctx, req, false)) return refuse(t.tooMany, 429);
     const operator = await checkOperatorPassword(ctx.db, username, one(f, 'password') ?? '');
-    const ok = operator !== undefined && (await checkOperatorTotp(ctx.db, operator, one(f, 'code') ?? '', ctx.clock.now()));
+    const ok = operator !== undefined && (await checkOperatorTotp(ctx.db, operator, one(f, 'code') ?? '', ctx.wallClock.now()));
     if (!ok) {
       const limited = await tooManyFailures(ctx, req, true);
       return refuse(limited ? t.tooMany : t.wrong, limited ? 429 : 401);

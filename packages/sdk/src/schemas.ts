@@ -95,6 +95,8 @@ export interface Schemas {
     permissions?: Array<"pix:write" | "pix:read" | "transfer:write" | "transfer:read" | "payment:write" | "payment:read" | "account:write" | "account:read" | "statement:read">;
     ip_whitelist?: Array<string>;
     expires_at?: string | null;
+    /** API Pix mutual TLS: the client certificate bound to the key (null unbinds it); docs/api-pix.md */
+    api_pix_certificate_sha256?: string | null;
   };
   AdminPatchWebhookRequest: {
     is_active: boolean;
@@ -126,6 +128,8 @@ export interface Schemas {
     ip_whitelist: Array<string>;
     hmac: boolean;
     expires_at: string | null;
+    /** API Pix mutual TLS: SHA-256 (hex) of the client certificate bound to the key (docs/api-pix.md) */
+    api_pix_certificate_sha256: string | null;
     active: boolean;
     /** ISO 8601 timestamp, UTC */
     created_at: string;
@@ -140,6 +144,8 @@ export interface Schemas {
     ip_whitelist: Array<string>;
     hmac: boolean;
     expires_at: string | null;
+    /** API Pix mutual TLS: SHA-256 (hex) of the client certificate bound to the key (docs/api-pix.md) */
+    api_pix_certificate_sha256: string | null;
     active: boolean;
     /** ISO 8601 timestamp, UTC */
     created_at: string;
@@ -147,6 +153,147 @@ export interface Schemas {
     warnings?: Array<string>;
     /** Shown once */
     client_secret: string;
+  };
+  ApiPixCobList200: {
+    parametros: {
+      [extra: string]: unknown;
+    };
+    cobs: Array<Schemas["ApiPixCobPut201"]>;
+    [extra: string]: unknown;
+  };
+  ApiPixCobPatchRequest: {
+    calendario?: {
+      expiracao?: number;
+      [extra: string]: unknown;
+    };
+    devedor?: {
+      cpf: string;
+      nome: string;
+      [extra: string]: unknown;
+    } | {
+      cnpj: string;
+      nome: string;
+      [extra: string]: unknown;
+    };
+    loc?: {
+      id: number;
+      tipoCob?: "cob";
+      [extra: string]: unknown;
+    };
+    status?: "REMOVIDA_PELO_USUARIO_RECEBEDOR";
+    valor?: {
+      original?: string;
+      modalidadeAlteracao?: number;
+      retirada?: unknown;
+      [extra: string]: unknown;
+    };
+    chave?: string;
+    solicitacaoPagador?: string;
+    infoAdicionais?: Array<{
+      nome: string;
+      valor: string;
+      [extra: string]: unknown;
+    }>;
+    [extra: string]: unknown;
+  };
+  ApiPixCobPut201: {
+    txid: string;
+    revisao: number;
+    status: "ATIVA" | "CONCLUIDA" | "REMOVIDA_PELO_USUARIO_RECEBEDOR" | "REMOVIDA_PELO_PSP";
+    valor: {
+      original: string;
+      [extra: string]: unknown;
+    };
+    chave: string;
+    [extra: string]: unknown;
+  };
+  ApiPixCobPutRequest: {
+    calendario: {
+      expiracao?: number;
+      [extra: string]: unknown;
+    };
+    devedor?: {
+      cpf: string;
+      nome: string;
+      [extra: string]: unknown;
+    } | {
+      cnpj: string;
+      nome: string;
+      [extra: string]: unknown;
+    };
+    loc?: {
+      id: number;
+      tipoCob?: "cob";
+      [extra: string]: unknown;
+    };
+    valor: {
+      original: string;
+      modalidadeAlteracao?: number;
+      retirada?: unknown;
+      [extra: string]: unknown;
+    };
+    chave: string;
+    solicitacaoPagador?: string;
+    infoAdicionais?: Array<{
+      nome: string;
+      valor: string;
+      [extra: string]: unknown;
+    }>;
+    [extra: string]: unknown;
+  };
+  ApiPixJwks200: {
+    keys: Array<{
+      kty: string;
+      kid: string;
+      [extra: string]: unknown;
+    }>;
+  };
+  ApiPixLocList200: {
+    parametros: {
+      [extra: string]: unknown;
+    };
+    loc: Array<Schemas["ApiPixLocPost201"]>;
+    [extra: string]: unknown;
+  };
+  ApiPixLocPost201: {
+    id: number;
+    location: string;
+    tipoCob: "cob" | "cobv";
+    criacao: string;
+    txid?: string;
+    [extra: string]: unknown;
+  };
+  ApiPixLocPostRequest: {
+    tipoCob: "cob" | "cobv";
+    [extra: string]: unknown;
+  };
+  ApiPixProblem: {
+    type: string;
+    title: string;
+    status: number;
+    detail?: string;
+    violacoes?: Array<{
+      razao: string;
+      propriedade: string;
+      valor?: string;
+      [extra: string]: unknown;
+    }>;
+    [extra: string]: unknown;
+  };
+  ApiPixToken200: {
+    access_token: string;
+    token_type: "Bearer";
+    expires_in: number;
+    scope: string;
+  };
+  ApiPixToken400: {
+    error: "invalid_request" | "unsupported_grant_type" | "invalid_scope" | "invalid_client" | "access_denied";
+    error_description: string;
+  };
+  ApiPixTokenRequest: {
+    grant_type: string;
+    scope?: string;
+    [extra: string]: unknown;
   };
   AuditEntry: {
     id: number;
@@ -342,7 +489,7 @@ export interface Schemas {
   CreateWebhookRequest: {
     /** https URL (http only with allow_insecure); public destinations only unless listed in WEBHOOK_ALLOWED_HOSTS */
     url: string;
-    events: Array<"pix.charge.created" | "pix.charge.paid" | "pix.charge.expired" | "pix.charge.cancelled" | "pix.payout.queued" | "pix.payout.processing" | "pix.payout.held" | "pix.payout.confirmed" | "pix.payout.failed" | "pix.payout.returned" | "pix.payout.return.failed" | "pix.refund.requested" | "pix.refund.completed" | "pix.refund.failed" | "pix.return.received" | "pix.infraction.created" | "pix.infraction.resolved" | "pix.infraction.defense_submitted" | "tef.transfer.sent" | "tef.transfer.received" | "tef.transfer.failed" | "webhook.test">;
+    events: Array<"pix.charge.created" | "pix.charge.paid" | "pix.charge.expired" | "pix.charge.cancelled" | "pix.payout.queued" | "pix.payout.processing" | "pix.payout.held" | "pix.payout.confirmed" | "pix.payout.failed" | "pix.payout.returned" | "pix.payout.return.failed" | "pix.refund.requested" | "pix.refund.completed" | "pix.refund.failed" | "pix.return.received" | "pix.infraction.created" | "pix.infraction.resolved" | "pix.infraction.defense_submitted" | "tef.transfer.sent" | "tef.transfer.received" | "tef.transfer.failed" | "api_key.created" | "api_key.rotated" | "api_key.rotation_completed" | "api_key.revoked" | "webhook.test">;
     /** Signing secret (generated when absent) */
     secret?: string;
     description?: string | null;
@@ -650,6 +797,16 @@ export interface Schemas {
     description: string;
     status: "accepted" | "settled";
     detail: string;
+  };
+  SandboxAdvanceClockRequest: {
+    /** How far to move simulated time forward, in seconds (1 to 366 days) */
+    seconds: number;
+  };
+  SandboxClock: {
+    /** Simulated time now (ISO 8601, UTC) */
+    now: string;
+    /** How far simulated time runs ahead of real time */
+    offset_seconds: number;
   };
   SandboxDictKey: {
     key: string;
