@@ -87,7 +87,7 @@ describe.each(BACKENDS)('console operators on %s', (backend) => {
   it("writes the operator's audit row in the deposit's own transaction: no row, no deposit", async () => {
     const { account } = await createMerchant(t.db, { name: 'Loja', document: validCnpj() });
     const clock = { now: () => new Date() };
-    const ctx = { db: t.db, clock, config: { trustedProxies: [] } } as unknown as AppContext;
+    const ctx = { db: t.db, clock, wallClock: clock, config: { trustedProxies: [] } } as unknown as AppContext;
     const req = { socket: { remoteAddress: '127.0.0.1' }, headers: {}, method: 'POST', routeOptions: { url: '/console/accounts/:id/deposit' }, url: '/x', id: 'req-1', log: { error() {} } } as unknown as FastifyRequest;
     const run = (key: string) => () => deposit(t.db, clock, { accountId: account.id, amountCents: 500, description: 'reason', idempotencyKey: key });
     const deposits = async () => (await t.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM transactions WHERE account_id = $1`, [account.id]))[0]!.n;
