@@ -222,6 +222,24 @@ export interface Schemas {
       request_id: string;
     };
   };
+  BrCodeExplanation: {
+    readable: boolean;
+    interoperable: boolean;
+    kind: "static" | "dynamic" | null;
+    fields: Array<{
+      id: string;
+      length: number;
+      value: string;
+    }>;
+    findings: Array<{
+      /** EMV id path: `26.01`, `62.05`; `payload` for the whole */
+      field: string;
+      /** `error`: refused by every reader, pixgate too; `interop`: pixgate reads it, banks are known to refuse it */
+      severity: "error" | "interop";
+      code: string;
+      message: string;
+    }>;
+  };
   BusinessError: {
     worked?: false;
     errors: {
@@ -660,6 +678,9 @@ export interface Schemas {
     bank_name: string | null;
     behavior: "settle" | "reject" | "hold" | "timeout";
     fraud_flagged: boolean;
+  };
+  SandboxExplainBrCodeRequest: {
+    emv: string;
   };
   SandboxInboundPix201: {
     transaction_id: string;
