@@ -1,5 +1,6 @@
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { adminRoutes } from './admin/routes.js';
+import { apiPixRoutes } from './api/apiPix/routes.js';
 import { boletoRoutes } from './api/boleto/routes.js';
 import type { AppContext } from './context.js';
 import { externalRoutes, type ExternalPlugin } from './api/external.routes.js';
@@ -68,6 +69,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   await app.register(externalRoutes(ctx, options.externalPlugins), { prefix: '/api/external' });
   await app.register(boletoRoutes(ctx), { prefix: '/api/v1/central' });
   await app.register(sandboxRoutes(ctx), { prefix: '/api/sandbox' });
+  await app.register(apiPixRoutes(ctx), { prefix: '/api/pix' });
   await app.register(portalRoutes(ctx));
   return app;
 }

@@ -6,6 +6,7 @@ import { BOUND_CONSTRAINTS } from '../ledger/ledger.js';
 import { OverloadedError } from '../lib/batcher.js';
 import { AmountTooLargeError } from '../lib/money.js';
 import { RailTimeoutError } from '../rail/rail.js';
+import { toPixProblem, type PixProblems } from './apiPixProblems.js';
 import { asHttpError, type ErrorShape } from './errorMap.js';
 import { badRequest, businessError, HttpError, internalError, serviceUnavailable } from './errors.js';
 
@@ -23,6 +24,14 @@ export function errorHandler(error: FastifyError | HttpError | Error, request: F
 }
 
 export function toHttpError(error: unknown, request: FastifyRequest): HttpError {
+  if (errorShapeOf(request) === 'api_pix') {
+    const problems = (request.routeOptions?.config as { pixProblems?: PixProblems } | undefined)?.pixProblems;
+    return toPixProblem(error, genericHttpError(error, request), problems, request.body);
+  }
+  return genericHttpError(error, request);
+}
+
+function genericHttpError(error: unknown, request: FastifyRequest): HttpError {
   const refusal = asHttpError(error, errorShapeOf(request));
   if (refusal) return refusal;
   // PostgreSQL down, restarting or dropping connections: "retry later", never 4xx/500 with the
@@ -67,7 +76,7 @@ export function errorShapeOf(request: FastifyRequest): ErrorShape {
 const MALFORMED_URL = Symbol('pixgate.malformedUrl');
 
 /** The URL prefixes of the APIs, each with its own pipeline and error shapes. */
-export const API_PREFIXES = ['/api/external', '/api/v1/central', '/api/admin', '/api/sandbox'] as const;
+export const API_PREFIXES = ['/api/external', '/api/v1/central', '/api/admin', '/api/sandbox', '/api/pix'] as const;
 
 /** Longest path segment the router accepts (ids, keys and tags are far shorter). */
 export const MAX_PATH_SEGMENT_LENGTH = 1000;

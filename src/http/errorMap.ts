@@ -41,8 +41,11 @@ export const ERROR_STATUS = {
  *   operation        {worked: false, ...extra, errors: {<code>: <message | fields>}, code, detail}  cash-out, TEF
  *   business         {errors: {<code>: <message | fields>}, ...extra}                               shape 4
  *   business_worked  {worked: false, errors: {<code>: <message | fields>}, ...extra}                shape 4 where the spec adds worked (refund, statement)
+ *   api_pix          RFC 7807 problem of the API Pix façade (/api/pix/v2), written by
+ *                    src/http/apiPixProblems.ts from the error and the route's `pixProblems`
+ *                    (errorHandler); here, without the route, it falls back to `business`
  */
-export type ErrorShape = 'operation' | 'business' | 'business_worked';
+export type ErrorShape = 'operation' | 'business' | 'business_worked' | 'api_pix';
 
 
 /**

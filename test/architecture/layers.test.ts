@@ -16,7 +16,7 @@ type Layer = (typeof LAYERS)[number] | 'sdk' | 'cli';
 const EDGE_FOLDERS = ['api', 'http', 'external', 'portal', 'admin', 'sandbox', 'openapi'];
 // auth holds API keys and central keys, owned by merchants: a domain (its primitives — HMAC,
 // secrets, IP lists, nonces — import nothing above the platform either way).
-const DOMAIN_FOLDERS = ['auth', 'pix', 'tef', 'med', 'boleto', 'merchants', 'transactions', 'webhooks', 'events', 'retention', 'idempotency'];
+const DOMAIN_FOLDERS = ['auth', 'pix', 'tef', 'med', 'boleto', 'merchants', 'transactions', 'webhooks', 'events', 'retention', 'idempotency', 'apiPix'];
 const LEDGER_RAIL_FOLDERS = ['ledger', 'rail'];
 const PLATFORM_FOLDERS = ['db', 'lib', 'ratelimit', 'metrics', 'errors'];
 

@@ -2,6 +2,7 @@ import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { openApiDocument } from '../../src/openapi/document.js';
 import { openApiPath } from '../../src/openapi/document.js';
+import { standardPath, standardViolations } from './apiPixContract.js';
 
 /**
  * The contract check of the test server: every exchange the integration tests make with a
@@ -78,6 +79,11 @@ function deserialize(values: unknown, params: Json[], where: 'query' | 'path'): 
 function record(req: FastifyRequest, status: number, contentType: string | undefined, payload: unknown): void {
   const url = req.routeOptions?.url;
   if (!url) return;
+  // The API Pix façade answers to the central bank's standard, not to pixgate's document.
+  if (standardPath(url) !== undefined) {
+    violations.push(...standardViolations(req, status, contentType ?? '', payload));
+    return;
+  }
   const doc = openApiDocument() as Json;
   const path = openApiPath(url);
   const op = doc.paths?.[path]?.[req.method.toLowerCase()];

@@ -1,0 +1,40 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AppContext } from '../../context.js';
+import { pixProblem } from '../../http/apiPixProblems.js';
+import { malformedUrlMessage } from '../../http/errorHandler.js';
+import { installBearerPipeline } from './bearer.js';
+import { oauthRoutes } from './oauth.routes.js';
+
+/** The prefix of the façade's operations (the standard's `/cob`, `/loc`… live under it). */
+export const API_PIX_PREFIX = '/api/pix/v2';
+
+/**
+ * The resource groups of /api/pix/v2, each a function mounting its routes (declared with
+ * `pixRoute`, src/api/apiPix/spec.ts) on the authenticated scope. A new resource of the standard is
+ * one module and one line here.
+ */
+export type PixRouteGroup = (app: FastifyInstance, ctx: AppContext) => Promise<void> | void;
+const V2_GROUPS: PixRouteGroup[] = [];
+
+/**
+ * The API Pix façade (issue 27, docs/api-pix.md): the token endpoint at /api/pix/oauth/token and
+ * the standard's operations under /api/pix/v2, behind the bearer pipeline. Registered with the
+ * prefix /api/pix.
+ */
+export function apiPixRoutes(ctx: AppContext) {
+  return async function apiPix(app: FastifyInstance) {
+    await app.register(async (scope) => oauthRoutes(scope, ctx));
+    await app.register(
+      async (v2) => {
+        installBearerPipeline(v2, ctx);
+        v2.setNotFoundHandler((req: FastifyRequest, reply: FastifyReply) => {
+          const malformed = malformedUrlMessage(req);
+          const answer = malformed !== null ? pixProblem(400, 'RequisicaoInvalida', malformed) : pixProblem(404, 'NaoEncontrado', 'Recurso não encontrado');
+          return reply.code(answer.statusCode).headers(answer.headers).send(answer.body);
+        });
+        for (const group of V2_GROUPS) await group(v2, ctx);
+      },
+      { prefix: '/v2' },
+    );
+  };
+}

@@ -1,0 +1,19 @@
+import type { PixProblems } from '../../http/apiPixProblems.js';
+import type { RouteSpec } from '../../http/routeSpec.js';
+import type { Scope } from '../../apiPix/scopes.js';
+
+/**
+ * A route of the API Pix façade: a RouteSpec (mounted with `mount`, documented by the façade's
+ * OpenAPI document) answering its errors as the standard's problems (`errorShape: 'api_pix'`),
+ * needing `scope` of the caller's token (src/api/apiPix/bearer.ts) and naming its refusals
+ * (`problems`: `CobOperacaoInvalida`, `CobNaoEncontrado`…). Paths are relative to /api/pix/v2.
+ */
+export interface PixRouteSpec extends Omit<RouteSpec, 'permission' | 'signed' | 'errorShape' | 'tag'> {
+  scope: Scope;
+  problems: PixProblems;
+  tag: string;
+}
+
+export function pixRoute(spec: PixRouteSpec): RouteSpec & { scope: Scope; problems: PixProblems } {
+  return { ...spec, errorShape: 'api_pix', config: { ...spec.config, scope: spec.scope, pixProblems: spec.problems } };
+}
