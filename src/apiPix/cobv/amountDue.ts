@@ -51,6 +51,12 @@ export interface CobvCalendar {
   daysAfterDue: number;
 }
 
+/** What a due-date charge stores (pix_charges.due_terms): its value and its calendar. */
+export interface DueTerms {
+  value: CobvValue;
+  calendar: CobvCalendar;
+}
+
 export interface AmountDue {
   payable: boolean;
   adjustedDue: string;
