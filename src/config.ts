@@ -58,6 +58,11 @@ export interface Config {
   simSeedGenerated: boolean;
   institutionIspb: string;
   tls: { cert: Buffer; key: Buffer } | undefined;
+  /**
+   * Host (and port) of the API Pix payload locations, `<host>/qr/v2/<token>` (API_PIX_LOCATION_HOST;
+   * default `localhost:<PORT>`): what a payer's bank reads from a dynamic BR Code (docs/api-pix.md).
+   */
+  apiPixLocationHost: string;
   webConcurrency: number;
   /** Token-less metrics listener (METRICS_PORT, METRICS_HOST); undefined: only GET /metrics with the admin token. */
   metricsPort: number | undefined;
@@ -378,6 +383,7 @@ export function parseConfig(env: Env = process.env): Config {
     simSeedGenerated: seedText === undefined,
     institutionIspb,
     tls,
+    apiPixLocationHost: readLocationHost(nonEmpty(env, 'API_PIX_LOCATION_HOST'), port),
     webConcurrency,
     metricsPort,
     metricsHost: nonEmpty(env, 'METRICS_HOST') ?? '127.0.0.1',
@@ -385,4 +391,11 @@ export function parseConfig(env: Env = process.env): Config {
     db,
     retention,
   };
+}
+
+/** API_PIX_LOCATION_HOST: a host name with an optional port, no scheme or path (a location is at most 77 characters). */
+function readLocationHost(value: string | undefined, port: number): string {
+  if (value === undefined) return port === 0 ? 'localhost' : `localhost:${port}`;
+  if (!/^[A-Za-z0-9.-]{1,40}(:\d{1,5})?$/.test(value)) throw new ConfigError('API_PIX_LOCATION_HOST must be a host name with an optional :port (no scheme, no path), at most 40 characters');
+  return value;
 }

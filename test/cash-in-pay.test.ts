@@ -202,7 +202,7 @@ describe.each(BACKENDS)('paying a charge through POST /api/sandbox/pix/pay on %s
     const cases: [unknown, number, unknown][] = [
       [{ emv: tampered }, 422, { unprocessable_entity: 'Invalid EMV payload: CRC does not match' }],
       [{ emv: 'not a code at all, definitely not one' }, 422, { unprocessable_entity: 'Invalid EMV payload: field 63 (CRC) must be last' }],
-      [{ emv: encodeBrCode({ url: 'pix.example.com/qr/v2/abc', merchantName: 'Loja', merchantCity: 'RIO', amountCents: 100 }) }, 422, { unprocessable_entity: 'Invalid EMV payload: dynamic BR Codes (location URL) are not supported' }],
+      [{ emv: encodeBrCode({ url: 'pix.example.com/qr/v2/abc', merchantName: 'Loja', merchantCity: 'RIO', amountCents: 100 }) }, 422, { unprocessable_entity: 'Invalid EMV payload: the location of this dynamic BR Code shows no charge of this institution' }],
       [{ emv: code('not-a-key', { amountCents: 100 }) }, 422, { unprocessable_entity: 'Invalid PIX key format' }],
       [{ emv: code('ninguem@example.com', { amountCents: 100 }) }, 422, { unprocessable_entity: 'The PIX key of the BR Code is not registered in the directory' }],
       [{ emv: code(await foreignKey(s), { amountCents: 100 }) }, 422, { unprocessable_entity: 'The PIX key of the BR Code belongs to another institution (ISPB 18236120); the sandbox pays accounts of this institution only' }],

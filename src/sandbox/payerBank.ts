@@ -1,6 +1,8 @@
 import type { AppContext } from '../context.js';
 import { badRequest, conflict, unprocessable } from '../http/errors.js';
-import { BrCodeError, decodeBrCode } from '../lib/brcode.js';
+import { BrCodeError, decodeBrCode, type DecodedBrCode } from '../lib/brcode.js';
+import { cobOfLocationToken } from '../apiPix/cobs.js';
+import { tokenOfLocationUrl } from '../apiPix/locations.js';
 import { isoZ } from '../lib/clock.js';
 import { centsToBaseUnits } from '../lib/money.js';
 import * as charges from '../pix/cashin/repository.js';
@@ -24,7 +26,8 @@ export interface PayBrCode {
  * Code (structure and CRC), resolves its key in the directory and refuses what an app refuses
  * before any money moves (all 4xx in the business shape, nothing written):
  *
- *   422  the payload is not a valid BR Code, or a dynamic one (location URL); its key is malformed,
+ *   422  the payload is not a valid BR Code, or a dynamic one whose location this institution does not
+ *        serve (a dynamic code of the API Pix façade is read at its location); its key is malformed,
  *        not in the directory, or a key of another institution (the sandbox pays this institution's
  *        accounts only); `amount` differs from the code's fixed amount
  *   400  the code has no amount and `amount` is missing
@@ -37,15 +40,20 @@ export interface PayBrCode {
  * maximum balance) is refused back to the payer: 422 (`creditedOrRefused`), the charge stays open.
  */
 export async function payBrCode(ctx: AppContext, sim: SimulatedRail, input: PayBrCode) {
-  let decoded;
+  let decoded: DecodedBrCode;
   try {
     decoded = decodeBrCode(input.emv);
   } catch (err) {
     if (err instanceof BrCodeError) throw unprocessable(`Invalid EMV payload: ${err.message}`);
     throw err;
   }
-  if (decoded.key === null) throw unprocessable('Invalid EMV payload: dynamic BR Codes (location URL) are not supported');
-  const key = brCodeKey(decoded.key);
+  // A dynamic code (the API Pix façade's cob): the payer's bank reads the location it points at
+  // and pays the charge shown there — its key, amount and txid (src/apiPix/cobs.ts).
+  if (decoded.key === null) {
+    const shown = await readLocation(ctx, decoded.url ?? '');
+    decoded = { ...decoded, key: shown.key, txid: shown.txid, amountCents: shown.amountCents };
+  }
+  const key = brCodeKey(decoded.key!);
   if (key === null) throw unprocessable('Invalid PIX key format');
   const entry = await ctx.rail.directory.lookupKey(key.key);
   if (!entry) throw unprocessable('The PIX key of the BR Code is not registered in the directory');
@@ -94,4 +102,19 @@ export async function payBrCode(ctx: AppContext, sim: SimulatedRail, input: PayB
     charge: after ? { transaction_id: after.transaction_id, status: after.status } : null,
     payer: { name: row.counterparty_name, document: row.payer_document, ispb: row.payer_ispb, bank_name: row.payer_bank_name },
   };
+}
+
+/**
+ * What a dynamic BR Code's location shows, as a payer's bank reads it: the charge's key, amount
+ * (none when the payer may change it) and the txid its payment carries. A location this
+ * institution does not serve, or that shows no charge, is refused (422); a charge no longer ATIVA
+ * cannot be paid (409).
+ */
+async function readLocation(ctx: AppContext, url: string) {
+  const token = tokenOfLocationUrl(url);
+  const cob = token === null ? undefined : await cobOfLocationToken(ctx, token);
+  if (!cob) throw unprocessable('Invalid EMV payload: the location of this dynamic BR Code shows no charge of this institution');
+  if (cob.status !== 'ATIVA') throw conflict(`The charge ${cob.txid} is ${cob.status}`);
+  const charge = await charges.findCharge(ctx.db, cob.charge_id);
+  return { key: charge!.pix_key, txid: cob.charge_txid, amountCents: cob.modalidade_alteracao === 0 ? cob.amount_cents : null };
 }

@@ -3,6 +3,8 @@ import type { AppContext } from '../../context.js';
 import { pixProblem } from '../../http/apiPixProblems.js';
 import { malformedUrlMessage } from '../../http/errorHandler.js';
 import { installBearerPipeline } from './bearer.js';
+import { cobRoutes } from './cob.routes.js';
+import { locRoutes } from './loc.routes.js';
 import { oauthRoutes } from './oauth.routes.js';
 
 /** The prefix of the façade's operations (the standard's `/cob`, `/loc`… live under it). */
@@ -14,7 +16,7 @@ export const API_PIX_PREFIX = '/api/pix/v2';
  * one module and one line here.
  */
 export type PixRouteGroup = (app: FastifyInstance, ctx: AppContext) => Promise<void> | void;
-const V2_GROUPS: PixRouteGroup[] = [];
+const V2_GROUPS: PixRouteGroup[] = [cobRoutes, locRoutes];
 
 /**
  * The API Pix façade (issue 27, docs/api-pix.md): the token endpoint at /api/pix/oauth/token and

@@ -186,6 +186,33 @@ async function writeCharge(
 }
 
 /**
+ * Opens a charge inside the caller's transaction, on a key the caller chose (the API Pix façade's
+ * `cob`, src/apiPix/): the same statement record, `pix_charges` row, BR Code and
+ * `pix.charge.created` event as POST /pix/cash-in, with a txid of pixgate's own.
+ */
+export async function openChargeInTx(tx: Sql, owner: ChargeOwner, command: ChargeCommand, key: PixKeyRow, merchantName: string, now: Date): Promise<ChargeRow> {
+  const txid = randomAlnum(CHARGE.txidLength);
+  const brcode = encodeBrCode({
+    key: key.key,
+    amountCents: command.amountCents,
+    merchantName: sanitizeName(merchantName, 25) || CHARGE.fallbackMerchantName,
+    merchantCity: CHARGE.merchantCity,
+    txid,
+    singleUse: true,
+  });
+  const charge = await writeCharge(tx, owner, command, { fingerprint: commandFingerprint(command), key, txid, brcode, now });
+  await emitChargeEvent(tx, charge, 'created', { created_at: isoZ(charge.created_at) });
+  return charge;
+}
+
+/** Cancels an open charge in the caller's transaction, with its `pix.charge.cancelled` event; false when it was not open. */
+export async function cancelChargeInTx(tx: Sql, charge: ChargeRow, now: Date): Promise<boolean> {
+  if (!(await repo.markCancelled(tx, charge.id, now))) return false;
+  await emitChargeEvent(tx, charge, 'cancelled', { cancelled_at: isoZ(now) });
+  return true;
+}
+
+/**
  * The key a charge is payable to: the requested one (it must be an active key of the account), or
  * else the account's oldest active random (EVP) key, or else its oldest active key. A random key is
  * preferred because a QR code is shown to strangers and an EVP reveals no e-mail, phone or document.

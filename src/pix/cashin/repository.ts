@@ -147,6 +147,20 @@ export async function markExpired(tx: Sql, transactionUuids: readonly string[], 
 }
 
 /**
+ * Cancels an open charge (the API Pix façade's removal or revision); its statement record leaves
+ * the pending status for `failed`. False when the charge was no longer open (paid, expired).
+ */
+export async function markCancelled(tx: Sql, transactionUuid: string, now: Date): Promise<boolean> {
+  const rows = await tx.query<{ transaction_uuid: string }>(
+    `UPDATE pix_charges SET status = 'cancelled', cancelled_at = $2, updated_at = $2
+      WHERE transaction_uuid = $1 AND status = 'created' RETURNING transaction_uuid`,
+    [transactionUuid, now],
+  );
+  await failRecords(tx, rows.map((r) => r.transaction_uuid), now);
+  return rows.length === 1;
+}
+
+/**
  * Marks a locked open charge paid (pix_charges only). The caller — the inbound crediting (`receiveInboundPayment`) —
  * completes the same `transactions` row in the same database transaction (status 1, end_to_end_id,
  * payer, fee, completed_at) with its ledger posting and the `pix.charge.paid` event.
