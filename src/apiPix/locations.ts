@@ -3,6 +3,7 @@ import type { Database } from '../db/db.js';
 import { DomainError } from '../errors/catalog.js';
 import type { Clock } from '../lib/clock.js';
 import * as cobStore from './cobStore.js';
+import * as cobvStore from './cobv/store.js';
 import * as store from './locationStore.js';
 import type { LocationRow, TipoCob } from './locationStore.js';
 
@@ -55,7 +56,10 @@ export async function unlinkLocation(deps: LocationDeps, accountId: number, id: 
   return deps.db.transaction(async (tx) => {
     const row = await store.lockLocation(tx, accountId, id);
     if (!row) throw new DomainError('not_found', { message: `Location ${id} não encontrada` });
-    if (row.txid !== null) await cobStore.unlinkLocation(tx, id, deps.clock.now());
+    if (row.txid !== null) {
+      await cobStore.unlinkLocation(tx, id, deps.clock.now());
+      await cobvStore.unlinkLocation(tx, id, deps.clock.now());
+    }
     return { ...row, txid: null };
   });
 }

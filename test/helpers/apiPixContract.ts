@@ -12,6 +12,11 @@ import { apiPixStandard } from './apiPixStandard.js';
  * Tolerances, each one a known gap of the standard's document (docs/api-pix.md, "Deviations"):
  *  - patterns written as JavaScript literals (`/^\d{11}$/`) are read without their slashes;
  *  - the lists' items require `idCob`, a property the standard defines nowhere: not required;
+ *  - `DadosRecebedor` requires `logradouro`, `cidade`, `uf`, `cep` on the charge object itself, beside
+ *    `recebedor` (whose own schema requires them): read as the requirement of `recebedor` only;
+ *  - the fixed-date branch of `CobVValor.desconto`'s `oneOf` requires nothing, so a discount of
+ *    modality 3–6 (`valorPerc`) matches both branches and no such discount could be valid: that
+ *    branch requires its `descontoDataFixa`;
  *  - 401 is not listed by any operation (authentication belongs to OAuth2): allowed with a body
  *    that is a problem (the `Problema` schema);
  *  - 400 is named by the standard's text for the reads (`CobConsultaInvalida`: a list's query, a
@@ -38,11 +43,20 @@ function fixPatterns(node: unknown): unknown {
   return out;
 }
 
+/** The two gaps of the cobv schemas (see the tolerances above). */
+function fixKnownGaps(d: Json): void {
+  const schemas = d.components?.schemas ?? {};
+  if (schemas.DadosRecebedor) delete schemas.DadosRecebedor.required;
+  const branches = schemas.CobVValor?.properties?.desconto?.oneOf;
+  if (Array.isArray(branches) && branches[0] && branches[0].required === undefined) branches[0].required = ['descontoDataFixa'];
+}
+
 function doc(): Json | undefined {
   const standard = apiPixStandard();
   if (!standard) return undefined;
   if (!ajv) {
     fixed = fixPatterns(standard.doc) as Json;
+    fixKnownGaps(fixed);
     ajv = new Ajv({ strict: false, allErrors: true, validateFormats: false });
     ajv.addSchema(fixed, DOC_ID);
   }

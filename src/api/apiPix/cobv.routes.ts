@@ -101,7 +101,7 @@ export async function cobvRoutes(app: FastifyInstance, ctx: AppContext) {
       limit: page.perPage,
     });
     const rec = await receiver(o.merchantId);
-    const cobs = rows.map((row) => cobvView(host, row, { ...row }, rec, { idCob: true }));
+    const cobs = rows.map((row) => cobvView(host, row, { ...row }, rec));
     const parametros = {
       inicio: query.inicio,
       fim: query.fim,

@@ -41,7 +41,7 @@ function pixOf(row: CobvRow, state: CobvState) {
 }
 
 /** A cobv as revision `state` shows it (the current one: the row's), with its Pix when paid. */
-export function cobvView(host: string, row: CobvRow, state: CobvState, receiver: Receiver, options: { idCob?: boolean } = {}) {
+export function cobvView(host: string, row: CobvRow, state: CobvState, receiver: Receiver) {
   const linked = state.loc_id !== null && state.loc_id === row.loc_id && row.loc_token !== null;
   const location = linked ? locationUrl(host, row.loc_token!) : undefined;
   const r = state.request;
@@ -50,7 +50,6 @@ export function cobvView(host: string, row: CobvRow, state: CobvState, receiver:
     calendario: { criacao: isoZ(row.created_at)!, dataDeVencimento: state.due_date, validadeAposVencimento: state.days_after_due },
     txid: row.txid,
     revisao: state.revisao,
-    ...(options.idCob ? { idCob: row.charge_txid } : {}),
     ...(linked ? { loc: { id: row.loc_id!, txid: row.txid, location: location!, tipoCob: row.loc_tipo_cob!, criacao: isoZ(row.loc_created_at)! } } : {}),
     ...(location ? { location } : {}),
     status: state.status,

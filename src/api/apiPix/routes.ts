@@ -4,6 +4,8 @@ import { pixProblem } from '../../http/apiPixProblems.js';
 import { malformedUrlMessage } from '../../http/errorHandler.js';
 import { installBearerPipeline } from './bearer.js';
 import { cobRoutes } from './cob.routes.js';
+import { cobvRoutes } from './cobv.routes.js';
+import { loteCobvRoutes } from './lotecobv.routes.js';
 import { locRoutes } from './loc.routes.js';
 import { oauthRoutes } from './oauth.routes.js';
 
@@ -16,7 +18,7 @@ export const API_PIX_PREFIX = '/api/pix/v2';
  * one module and one line here.
  */
 export type PixRouteGroup = (app: FastifyInstance, ctx: AppContext) => Promise<void> | void;
-const V2_GROUPS: PixRouteGroup[] = [cobRoutes, locRoutes];
+const V2_GROUPS: PixRouteGroup[] = [cobRoutes, cobvRoutes, loteCobvRoutes, locRoutes];
 
 /**
  * The API Pix façade (issue 27, docs/api-pix.md): the token endpoint at /api/pix/oauth/token and

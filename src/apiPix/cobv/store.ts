@@ -167,3 +167,8 @@ export async function listCobvs(sql: Sql, f: CobvFilter): Promise<{ rows: CobvRo
   ]);
   return { rows, total: count!.n };
 }
+
+/** DELETE /loc/{id}/txid: the cobv linked to the location loses it (and its BR Code). */
+export async function unlinkLocation(tx: Sql, locId: number, now: Date): Promise<void> {
+  await tx.query('UPDATE api_pix_cobvs SET loc_id = NULL, emv = NULL, updated_at = $2 WHERE loc_id = $1', [locId, now]);
+}
