@@ -47,7 +47,7 @@ describe.each(BACKENDS)('API Pix cobv on %s', (backend) => {
     ...over,
   });
 
-  /** Pays the charge underneath with the amount `reais`, as a payer's bank would (static code on the key with its txid). */
+  /** Pays the charge underneath with `cents` whatever is due: a static code on the key carrying the charge's txid. */
   async function pay(txid: string, cents: number) {
     const [row] = await s.ctx.db.query<{ charge_txid: string }>('SELECT pc.txid AS charge_txid FROM api_pix_cobvs v JOIN pix_charges pc ON pc.transaction_uuid = v.charge_id WHERE v.txid = $1', [txid]);
     const { encodeBrCode } = await import('../../src/lib/brcode.js');
@@ -157,8 +157,11 @@ describe.each(BACKENDS)('API Pix cobv on %s', (backend) => {
     expect(wrong.status).toBe(201);
     expect(wrong.body.charge).toMatchObject({ status: 'created' }); // not the amount due: credited as a plain Pix, the charge stays open
     expect((await pix.get(`/cobv/${txid}`)).body.status).toBe('ATIVA');
-    const paid = await pay(txid, 8_500);
+    // The payer's bank reads the dynamic code's location and pays what it shows for today.
+    const emv = (await pix.get(`/cobv/${txid}`)).body.pixCopiaECola;
+    const paid = await sandbox(s, 'POST', '/pix/pay', { emv, payer_name: 'Pagador', payer_document: validCpf() });
     expect(paid.status, JSON.stringify(paid.body)).toBe(201);
+    expect(paid.body.amount).toBe(850_000);
     expect(paid.body.charge).toMatchObject({ status: 'paid' });
     const got = await pix.get(`/cobv/${txid}`);
     expect(got.body.status).toBe('CONCLUIDA');
@@ -185,8 +188,12 @@ describe.each(BACKENDS)('API Pix cobv on %s', (backend) => {
     clock.advance(10 * DAY); // Mon 7 Dec: 5 days after the due date
     pix = await pixClientFor(s.url, m); // tokens live 10 minutes
     // base 95.00; fine 2 % = 1.90; interest 0.10 %/day × 5 = 0.475 → 0.48: 97.38
-    const paid = await pay(txid, 9_738);
+    const emv = (await pix.get(`/cobv/${txid}`)).body.pixCopiaECola;
+    const paid = await sandbox(s, 'POST', '/pix/pay', { emv });
     expect(paid.body.charge, JSON.stringify(paid.body)).toMatchObject({ status: 'paid' });
+    expect(paid.body.amount).toBe(973_800);
+    // Paid: the location shows a charge no longer ATIVA.
+    expect((await sandbox(s, 'POST', '/pix/pay', { emv })).status).toBe(409);
     const got = await pix.get(`/cobv/${txid}`);
     expect(got.body.status, got.text).toBe('CONCLUIDA');
     expect(got.body.pix[0].componentesValor).toEqual({ original: { valor: '100.00' }, abatimento: { valor: '5.00' }, multa: { valor: '1.90' }, juros: { valor: '0.48' } });
