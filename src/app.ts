@@ -1,5 +1,6 @@
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { adminRoutes } from './admin/routes.js';
+import { apiPixPayloadRoutes } from './api/apiPix/payload.routes.js';
 import { apiPixRoutes } from './api/apiPix/routes.js';
 import { boletoRoutes } from './api/boleto/routes.js';
 import type { AppContext } from './context.js';
@@ -70,6 +71,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   await app.register(boletoRoutes(ctx), { prefix: '/api/v1/central' });
   await app.register(sandboxRoutes(ctx), { prefix: '/api/sandbox' });
   await app.register(apiPixRoutes(ctx), { prefix: '/api/pix' });
+  await app.register(apiPixPayloadRoutes(ctx));
   await app.register(portalRoutes(ctx));
   return app;
 }

@@ -76,7 +76,7 @@ export function errorShapeOf(request: FastifyRequest): ErrorShape {
 const MALFORMED_URL = Symbol('pixgate.malformedUrl');
 
 /** The URL prefixes of the APIs, each with its own pipeline and error shapes. */
-export const API_PREFIXES = ['/api/external', '/api/v1/central', '/api/admin', '/api/sandbox', '/api/pix'] as const;
+export const API_PREFIXES = ['/api/external', '/api/v1/central', '/api/admin', '/api/sandbox', '/api/pix/v2', '/api/pix'] as const;
 
 /** Longest path segment the router accepts (ids, keys and tags are far shorter). */
 export const MAX_PATH_SEGMENT_LENGTH = 1000;

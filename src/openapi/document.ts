@@ -5,6 +5,7 @@ import { BusinessError, namedSchemas, PermissionError, PipelineError, WorkedFals
 import type { ResponseSpec, RouteSpec } from '../http/routeSpec.js';
 import { packageRoot } from '../lib/paths.js';
 import { API_GROUPS, type ApiGroup } from './groups.js';
+import { SCOPES, SCOPE_PERMISSION } from '../apiPix/scopes.js';
 
 /**
  * Builds the OpenAPI 3.1 document from the route registry (src/http/routeSpec.ts): every route of
@@ -137,9 +138,10 @@ function responseObject(
   }
   const unique = [...new Set(refs)];
   const schema = unique.length === 1 ? { $ref: REF(unique[0]!) } : { anyOf: unique.map((id) => ({ $ref: REF(id) })) };
+  const mediaType = status >= 400 && group.errorContentType ? group.errorContentType : 'application/json';
   return {
     ...base,
-    ...(unique.length ? { content: { 'application/json': { schema, ...(spec?.example !== undefined ? { example: spec.example } : {}) } } } : {}),
+    ...(unique.length ? { content: { [mediaType]: { schema, ...(spec?.example !== undefined ? { example: spec.example } : {}) } } } : {}),
   };
 }
 
@@ -216,6 +218,8 @@ const DESCRIPTION = [
   '`v2\\n<X-Request-Timestamp>\\n<X-Request-Nonce>\\n<METHOD>\\n<path>\\n<Idempotency-Key>\\n<canonical body>` (docs/signing.md). ',
   '`Idempotency-Key` makes a POST safe to retry: the stored answer is replayed with `X-Idempotent-Replay: true`. `X-Key-Case: camelCase` switches request and answer keys to camelCase.',
   '',
+  'API Pix (`/api/pix/v2`, the central bank’s standard v2.9.0, docs/api-pix.md): OAuth2 client credentials at `/api/pix/oauth/token`, then `Authorization: Bearer`; errors are RFC 7807 problems.',
+  '',
   'Boleto central API (`/api/v1/central`): `X-API-Key`. Operator (`/api/admin`) and sandbox (`/api/sandbox`, off in production): `Authorization: Bearer <ADMIN_TOKEN>`.',
 ].join('\n');
 
@@ -236,6 +240,11 @@ const SECURITY_SCHEMES = {
   },
   CentralApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'A boleto central API key (created with POST /api/admin/central-keys)' },
   AdminBearer: { type: 'http', scheme: 'bearer', description: 'The operator’s ADMIN_TOKEN' },
+  ApiPixOAuth2: {
+    type: 'oauth2',
+    description: 'The API Pix façade: OAuth2 client credentials over a pixgate API key (docs/api-pix.md); calls carry `Authorization: Bearer <access_token>`',
+    flows: { clientCredentials: { tokenUrl: '/api/pix/oauth/token', scopes: Object.fromEntries(SCOPES.map((s) => [s, `needs the key permission ${SCOPE_PERMISSION[s]}`])) } },
+  },
 } as const;
 
 export { BusinessError, PermissionError, PipelineError, WorkedFalseError };

@@ -11,6 +11,10 @@ import { webhooksAdminApi, webhooksApi } from '../api/webhooks/webhooks.api.js';
 import { feedApi, metricsApi, railApi, tefAdminApi, tefApi } from './more.api.js';
 import { BusinessError, PermissionError, PipelineError, WorkedFalseError } from '../http/apiSchemas.js';
 import type { RouteSpec } from '../http/routeSpec.js';
+import { cobApi } from '../api/apiPix/cob.api.js';
+import { locApi } from '../api/apiPix/loc.api.js';
+import { apiPixOpenApi } from '../api/apiPix/open.api.js';
+import { ApiPixProblem } from '../api/apiPix/spec.js';
 
 /** The errors any route of an API can answer besides its own (status → description and shapes). */
 export type CommonErrors = Record<number, { description: string; schemas: z.ZodType[] }>;
@@ -24,6 +28,8 @@ export interface ApiGroup {
   commonErrors(route: RouteSpec): CommonErrors;
   /** The body of any error status a route declares: added beside the route's own schema. */
   defaultError?: z.ZodType;
+  /** The media type of the group's common errors (default application/json). */
+  errorContentType?: string;
 }
 
 const routesOf = (...apis: Array<Record<string, RouteSpec>>): RouteSpec[] => apis.flatMap((api) => Object.values(api));
@@ -172,4 +178,40 @@ export const root: ApiGroup = {
   defaultError: BusinessError,
 };
 
-export const API_GROUPS: readonly ApiGroup[] = [external, central, admin, sandbox, root];
+/**
+ * The API Pix façade (docs/api-pix.md): the standard's operations pixgate serves, in pixgate's own
+ * words (the standard's own document is the central bank's; the tests check every answer against it).
+ */
+export const apiPix: ApiGroup = {
+  prefix: '/api/pix/v2',
+  errorContentType: 'application/problem+json',
+  tags: [
+    { name: 'API Pix: cob', description: 'Charges paid at once (the standard’s `cob`), each a pixgate charge underneath' },
+    { name: 'API Pix: loc', description: 'Payload locations (the standard’s `loc`)' },
+  ],
+  routes: routesOf(cobApi, locApi),
+  headers: () => [],
+  security: (route) => [{ ApiPixOAuth2: [String((route.config as { scope?: string } | undefined)?.scope ?? '')] }],
+  commonErrors: () => ({
+    400: { description: 'A URL that is not valid percent-encoding', schemas: [ApiPixProblem] },
+    401: { description: 'No bearer token, or one unknown, expired or of a revoked key (`type: about:blank`, WWW-Authenticate: Bearer)', schemas: [ApiPixProblem] },
+    403: { description: 'AcessoNegado: the token lacks the scope; the address left the key’s whitelist', schemas: [ApiPixProblem] },
+    500: { description: 'ErroInternoDoServidor', schemas: [ApiPixProblem] },
+    503: { description: 'ServicoIndisponivel (Retry-After)', schemas: [ApiPixProblem] },
+  }),
+};
+
+export const apiPixOpen: ApiGroup = {
+  prefix: '',
+  tags: [
+    { name: 'API Pix: OAuth2', description: 'Access tokens of the API Pix façade over a pixgate API key' },
+    { name: 'API Pix: payload', description: 'What a payer’s bank reads at a location' },
+  ],
+  routes: routesOf(apiPixOpenApi),
+  headers: () => [],
+  security: (route) => (route.path === '/api/pix/oauth/token' ? [{ BasicAuth: [] }] : []),
+  // The token endpoint answers every refusal in OAuth2's body (its own 400); the reads may meet a malformed URL.
+  commonErrors: (route): CommonErrors => (route.method === 'GET' ? { 400: { description: 'Malformed URL', schemas: [BusinessError] } } : {}),
+};
+
+export const API_GROUPS: readonly ApiGroup[] = [external, central, admin, sandbox, apiPix, apiPixOpen, root];

@@ -1,4 +1,6 @@
+import { createPublicKey, verify } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expireDueCharges } from '../../src/pix/cashin/charges.js';
 import { decodeBrCode } from '../../src/lib/brcode.js';
 import { pixClientFor, type PixClient } from '../helpers/apiPix.js';
 import { API_PIX_STANDARD_MISSING, apiPixStandard } from '../helpers/apiPixStandard.js';
@@ -246,5 +248,35 @@ describe.skipIf(!standard).each(BACKENDS)(`API Pix cob and loc on %s${standard ?
     expect(paid.status).toBe(201);
     expect(paid.body.amount).toBe(110000);
     expect((await pix.get(`/cob/${txid}`)).body.status).toBe('CONCLUIDA');
+  });
+
+  it('the location serves the charge as a signed JWS (application/jose) that the JWK set verifies; 404 when it shows no ATIVA charge', async () => {
+    const txid = newTxid();
+    const created = await pix.put(`/cob/${txid}`, cob({ devedor: { cpf: validCpf(), nome: 'Fulano' } }));
+    const path = String(created.body.location).slice(String(created.body.location).indexOf('/'));
+    const res = await fetch(`${s.url}${path}`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toContain('application/jose');
+    const [header, payload, signature] = (await res.text()).split('.');
+    const keys = (await (await fetch(`${s.url}/api/pix/jwks.json`)).json()) as { keys: Array<Record<string, string>> };
+    const { kid } = JSON.parse(Buffer.from(header!, 'base64url').toString()) as { kid: string };
+    const jwk = keys.keys.find((k) => k.kid === kid)!;
+    const ok = verify('sha256', Buffer.from(`${header}.${payload}`), createPublicKey({ key: jwk, format: 'jwk' }), Buffer.from(signature!, 'base64url'));
+    expect(ok).toBe(true);
+    const body = JSON.parse(Buffer.from(payload!, 'base64url').toString());
+    expect(body).toMatchObject({ txid, revisao: 0, status: 'ATIVA', valor: { original: '123.45' }, chave: evp, calendario: { expiracao: 3600 } });
+    await pix.patch(`/cob/${txid}`, { status: 'REMOVIDA_PELO_USUARIO_RECEBEDOR' });
+    const gone = await fetch(`${s.url}${path}`);
+    expect(gone.status).toBe(404);
+    expect(((await gone.json()) as { type: string }).type).toBe(`${ERR}CobPayloadNaoEncontrado`);
+  });
+
+  it('past its expiry the charge is removed by the PSP (REMOVIDA_PELO_PSP) and cannot be paid', async () => {
+    const txid = newTxid();
+    const created = await pix.put(`/cob/${txid}`, cob({ calendario: { expiracao: 1 } }));
+    expect(await expireDueCharges(s.ctx.db, { now: () => new Date(Date.now() + 5_000) })).toBeGreaterThanOrEqual(1);
+    expect((await pix.get(`/cob/${txid}`)).body.status).toBe('REMOVIDA_PELO_PSP');
+    expect((await sandbox(s, 'POST', '/pix/pay', { emv: created.body.pixCopiaECola })).status).toBe(409);
+    expect((await pix.patch(`/cob/${txid}`, { valor: { original: '1.00' } })).status).toBe(400);
   });
 });

@@ -2,7 +2,9 @@ import { z } from 'zod';
 import { COB_STATUSES } from '../../apiPix/cobStore.js';
 import { DECIMAL_AMOUNT } from '../../apiPix/amount.js';
 import { booleanText, listQueryShape } from './listQuery.js';
-import { pixRoute } from './spec.js';
+import { ApiPixProblem, pixRoute } from './spec.js';
+
+const PROBLEM = 'application/problem+json';
 
 /**
  * The `cob` operations (charges paid at once) and the shapes pixgate accepts for them, written in
@@ -60,16 +62,15 @@ export const cobListQuery = z.object({
 });
 
 const Cob = z.looseObject({ txid: z.string(), revisao: z.number().int(), status: z.enum(COB_STATUSES as [string, ...string[]]), valor: z.looseObject({ original: z.string() }), chave: z.string() });
-const Problem = z.looseObject({ type: z.string(), title: z.string(), status: z.number().int(), detail: z.string().optional() });
 const problems = { invalid: 'CobOperacaoInvalida', notFound: 'CobNaoEncontrado', subject: 'cob' };
 const readProblems = { invalid: 'CobConsultaInvalida', notFound: 'CobNaoEncontrado', subject: 'cob' };
-const common = { 400: { description: 'Requisição inválida', schema: Problem }, 403: { description: 'Acesso negado', schema: Problem }, 503: { description: 'Serviço indisponível', schema: Problem } };
+const common = { 400: { description: 'Requisição inválida', schema: ApiPixProblem, contentType: PROBLEM }, 403: { description: 'Acesso negado', schema: ApiPixProblem, contentType: PROBLEM }, 503: { description: 'Serviço indisponível', schema: ApiPixProblem, contentType: PROBLEM } };
 
 export const cobApi = {
   put: pixRoute({
     method: 'PUT', path: '/cob/:txid', operationId: 'apiPixCobPut', summary: 'Cria uma cobrança imediata com o txid do recebedor', tag: 'API Pix: cob',
     scope: 'cob.write', problems, params: txidParam, body: cobBody,
-    responses: { 201: { description: 'Cobrança criada', schema: Cob }, ...common, 404: { description: 'Não encontrada', schema: Problem } },
+    responses: { 201: { description: 'Cobrança criada', schema: Cob }, ...common, 404: { description: 'Não encontrada', schema: ApiPixProblem, contentType: PROBLEM } },
   }),
   post: pixRoute({
     method: 'POST', path: '/cob', operationId: 'apiPixCobPost', summary: 'Cria uma cobrança imediata com txid do PSP', tag: 'API Pix: cob',
@@ -79,12 +80,12 @@ export const cobApi = {
   patch: pixRoute({
     method: 'PATCH', path: '/cob/:txid', operationId: 'apiPixCobPatch', summary: 'Revisa uma cobrança imediata', tag: 'API Pix: cob',
     scope: 'cob.write', problems, params: txidParam, body: cobPatchBody,
-    responses: { 200: { description: 'Cobrança revisada', schema: Cob }, ...common, 404: { description: 'Não encontrada', schema: Problem } },
+    responses: { 200: { description: 'Cobrança revisada', schema: Cob }, ...common, 404: { description: 'Não encontrada', schema: ApiPixProblem, contentType: PROBLEM } },
   }),
   get: pixRoute({
     method: 'GET', path: '/cob/:txid', operationId: 'apiPixCobGet', summary: 'Consulta uma cobrança imediata', tag: 'API Pix: cob',
     scope: 'cob.read', problems: readProblems, params: txidParam, query: cobGetQuery,
-    responses: { 200: { description: 'A cobrança', schema: Cob }, ...common, 404: { description: 'Não encontrada', schema: Problem } },
+    responses: { 200: { description: 'A cobrança', schema: Cob }, ...common, 404: { description: 'Não encontrada', schema: ApiPixProblem, contentType: PROBLEM } },
   }),
   list: pixRoute({
     method: 'GET', path: '/cob', operationId: 'apiPixCobList', summary: 'Lista cobranças imediatas', tag: 'API Pix: cob',
