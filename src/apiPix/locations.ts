@@ -23,8 +23,12 @@ export interface LocationDeps {
 /** The path of a location under the host (`/qr/v2/<token>`), served by the payload read. */
 export const LOCATION_PATH = '/qr/v2/';
 
-export function locationUrl(host: string, token: string): string {
-  return `${host}${LOCATION_PATH}${token}`;
+/**
+ * A location's URL: `<host>/qr/v2/<token>` for a cob, `<host>/qr/v2/cobv/<token>` for a cobv (the
+ * standard reads a cobv's payload at `/cobv/{pixUrlAccessToken}`, with `DPP` and `codMun`).
+ */
+export function locationUrl(host: string, token: string, tipoCob: TipoCob = 'cob'): string {
+  return `${host}${LOCATION_PATH}${tipoCob === 'cobv' ? 'cobv/' : ''}${token}`;
 }
 
 export function newLocationToken(): string {
@@ -33,7 +37,7 @@ export function newLocationToken(): string {
 
 /** The token of a location URL (`host/qr/v2/<token>`, with or without a scheme), or null. */
 export function tokenOfLocationUrl(url: string): string | null {
-  const m = /^(?:https?:\/\/)?[^/]+\/qr\/v2\/([0-9a-f]{32})$/.exec(url);
+  const m = /^(?:https?:\/\/)?[^/]+\/qr\/v2\/(?:cobv\/)?([0-9a-f]{32})$/.exec(url);
   return m ? m[1]! : null;
 }
 

@@ -148,6 +148,482 @@ export interface Schemas {
     /** Shown once */
     client_secret: string;
   };
+  ApiPixCobList200: {
+    parametros: {
+      [extra: string]: unknown;
+    };
+    cobs: Array<Schemas["ApiPixCobPut201"]>;
+    [extra: string]: unknown;
+  };
+  ApiPixCobPatchRequest: {
+    calendario?: {
+      expiracao?: number;
+      [extra: string]: unknown;
+    };
+    devedor?: {
+      cpf: string;
+      nome: string;
+      [extra: string]: unknown;
+    } | {
+      cnpj: string;
+      nome: string;
+      [extra: string]: unknown;
+    };
+    loc?: {
+      id: number;
+      tipoCob?: "cob";
+      [extra: string]: unknown;
+    };
+    status?: "REMOVIDA_PELO_USUARIO_RECEBEDOR";
+    valor?: {
+      original?: string;
+      modalidadeAlteracao?: number;
+      retirada?: unknown;
+      [extra: string]: unknown;
+    };
+    chave?: string;
+    solicitacaoPagador?: string;
+    infoAdicionais?: Array<{
+      nome: string;
+      valor: string;
+      [extra: string]: unknown;
+    }>;
+    [extra: string]: unknown;
+  };
+  ApiPixCobPut201: {
+    txid: string;
+    revisao: number;
+    status: "ATIVA" | "CONCLUIDA" | "REMOVIDA_PELO_USUARIO_RECEBEDOR" | "REMOVIDA_PELO_PSP";
+    valor: {
+      original: string;
+      [extra: string]: unknown;
+    };
+    chave: string;
+    [extra: string]: unknown;
+  };
+  ApiPixCobPutRequest: {
+    calendario?: {
+      expiracao?: number;
+      [extra: string]: unknown;
+    };
+    devedor?: {
+      cpf: string;
+      nome: string;
+      [extra: string]: unknown;
+    } | {
+      cnpj: string;
+      nome: string;
+      [extra: string]: unknown;
+    };
+    loc?: {
+      id: number;
+      tipoCob?: "cob";
+      [extra: string]: unknown;
+    };
+    valor: {
+      original: string;
+      modalidadeAlteracao?: number;
+      retirada?: unknown;
+      [extra: string]: unknown;
+    };
+    chave: string;
+    solicitacaoPagador?: string;
+    infoAdicionais?: Array<{
+      nome: string;
+      valor: string;
+      [extra: string]: unknown;
+    }>;
+    [extra: string]: unknown;
+  };
+  ApiPixCobvList200: {
+    parametros: {
+      [extra: string]: unknown;
+    };
+    cobs: Array<Schemas["ApiPixCobvPut201"]>;
+    [extra: string]: unknown;
+  };
+  ApiPixCobvPatchRequest: {
+    calendario?: {
+      dataDeVencimento?: string;
+      validadeAposVencimento?: number;
+      [extra: string]: unknown;
+    };
+    devedor?: {
+      cpf: string;
+      nome: string;
+      email?: string;
+      logradouro?: string;
+      cidade?: string;
+      uf?: string;
+      cep?: string;
+      [extra: string]: unknown;
+    } | {
+      cnpj: string;
+      nome: string;
+      email?: string;
+      logradouro?: string;
+      cidade?: string;
+      uf?: string;
+      cep?: string;
+      [extra: string]: unknown;
+    };
+    loc?: {
+      id: number;
+      [extra: string]: unknown;
+    };
+    status?: "REMOVIDA_PELO_USUARIO_RECEBEDOR";
+    valor?: {
+      original?: string;
+      multa?: {
+        modalidade: number;
+        valorPerc: string;
+        [extra: string]: unknown;
+      };
+      juros?: {
+        modalidade: number;
+        valorPerc: string;
+        [extra: string]: unknown;
+      };
+      abatimento?: {
+        modalidade: number;
+        valorPerc: string;
+        [extra: string]: unknown;
+      };
+      desconto?: {
+        modalidade: number;
+        descontoDataFixa?: Array<{
+          data: string;
+          valorPerc: string;
+          [extra: string]: unknown;
+        }>;
+        valorPerc?: string;
+        [extra: string]: unknown;
+      };
+      [extra: string]: unknown;
+    };
+    chave?: string;
+    solicitacaoPagador?: string;
+    infoAdicionais?: Array<{
+      nome: string;
+      valor: string;
+      [extra: string]: unknown;
+    }>;
+    [extra: string]: unknown;
+  };
+  ApiPixCobvPut201: {
+    calendario: {
+      dataDeVencimento: string;
+      validadeAposVencimento: number;
+      [extra: string]: unknown;
+    };
+    txid: string;
+    revisao: number;
+    status: "ATIVA" | "CONCLUIDA" | "REMOVIDA_PELO_USUARIO_RECEBEDOR" | "REMOVIDA_PELO_PSP";
+    valor: {
+      original: string;
+      [extra: string]: unknown;
+    };
+    chave: string;
+    [extra: string]: unknown;
+  };
+  ApiPixCobvPut400: {
+    type: string;
+    title: string;
+    status: number;
+    detail?: string;
+    [extra: string]: unknown;
+  };
+  ApiPixCobvPutRequest: {
+    calendario: {
+      dataDeVencimento: string;
+      validadeAposVencimento?: number;
+      [extra: string]: unknown;
+    };
+    devedor: {
+      cpf: string;
+      nome: string;
+      email?: string;
+      logradouro?: string;
+      cidade?: string;
+      uf?: string;
+      cep?: string;
+      [extra: string]: unknown;
+    } | {
+      cnpj: string;
+      nome: string;
+      email?: string;
+      logradouro?: string;
+      cidade?: string;
+      uf?: string;
+      cep?: string;
+      [extra: string]: unknown;
+    };
+    loc?: {
+      id: number;
+      [extra: string]: unknown;
+    };
+    valor: {
+      original: string;
+      multa?: {
+        modalidade: number;
+        valorPerc: string;
+        [extra: string]: unknown;
+      };
+      juros?: {
+        modalidade: number;
+        valorPerc: string;
+        [extra: string]: unknown;
+      };
+      abatimento?: {
+        modalidade: number;
+        valorPerc: string;
+        [extra: string]: unknown;
+      };
+      desconto?: {
+        modalidade: number;
+        descontoDataFixa?: Array<{
+          data: string;
+          valorPerc: string;
+          [extra: string]: unknown;
+        }>;
+        valorPerc?: string;
+        [extra: string]: unknown;
+      };
+      [extra: string]: unknown;
+    };
+    chave: string;
+    solicitacaoPagador?: string;
+    infoAdicionais?: Array<{
+      nome: string;
+      valor: string;
+      [extra: string]: unknown;
+    }>;
+    [extra: string]: unknown;
+  };
+  ApiPixJwks200: {
+    keys: Array<{
+      kty: string;
+      kid: string;
+      [extra: string]: unknown;
+    }>;
+  };
+  ApiPixLocList200: {
+    parametros: {
+      [extra: string]: unknown;
+    };
+    loc: Array<Schemas["ApiPixLocPost201"]>;
+    [extra: string]: unknown;
+  };
+  ApiPixLocPost201: {
+    id: number;
+    location: string;
+    tipoCob: "cob" | "cobv";
+    criacao: string;
+    txid?: string;
+    [extra: string]: unknown;
+  };
+  ApiPixLocPostRequest: {
+    tipoCob: "cob" | "cobv";
+    [extra: string]: unknown;
+  };
+  ApiPixLoteCobvGet200: {
+    id: number;
+    descricao: string;
+    criacao: string;
+    cobsv: Array<{
+      txid: string;
+      status: string;
+      [extra: string]: unknown;
+    }>;
+    [extra: string]: unknown;
+  };
+  ApiPixLoteCobvList200: {
+    parametros: {
+      [extra: string]: unknown;
+    };
+    lotes: Array<Schemas["ApiPixLoteCobvGet200"]>;
+    [extra: string]: unknown;
+  };
+  ApiPixLoteCobvPatchRequest: {
+    descricao?: string;
+    cobsv: Array<{
+      calendario?: {
+        dataDeVencimento?: string;
+        validadeAposVencimento?: number;
+        [extra: string]: unknown;
+      };
+      devedor?: {
+        cpf: string;
+        nome: string;
+        email?: string;
+        logradouro?: string;
+        cidade?: string;
+        uf?: string;
+        cep?: string;
+        [extra: string]: unknown;
+      } | {
+        cnpj: string;
+        nome: string;
+        email?: string;
+        logradouro?: string;
+        cidade?: string;
+        uf?: string;
+        cep?: string;
+        [extra: string]: unknown;
+      };
+      loc?: {
+        id: number;
+        [extra: string]: unknown;
+      };
+      status?: "REMOVIDA_PELO_USUARIO_RECEBEDOR";
+      valor?: {
+        original?: string;
+        multa?: {
+          modalidade: number;
+          valorPerc: string;
+          [extra: string]: unknown;
+        };
+        juros?: {
+          modalidade: number;
+          valorPerc: string;
+          [extra: string]: unknown;
+        };
+        abatimento?: {
+          modalidade: number;
+          valorPerc: string;
+          [extra: string]: unknown;
+        };
+        desconto?: {
+          modalidade: number;
+          descontoDataFixa?: Array<{
+            data: string;
+            valorPerc: string;
+            [extra: string]: unknown;
+          }>;
+          valorPerc?: string;
+          [extra: string]: unknown;
+        };
+        [extra: string]: unknown;
+      };
+      chave?: string;
+      solicitacaoPagador?: string;
+      infoAdicionais?: Array<{
+        nome: string;
+        valor: string;
+        [extra: string]: unknown;
+      }>;
+      txid: string;
+      [extra: string]: unknown;
+    }>;
+    [extra: string]: unknown;
+  };
+  ApiPixLoteCobvPut400: {
+    type: string;
+    title: string;
+    status: number;
+    detail?: string;
+    [extra: string]: unknown;
+  };
+  ApiPixLoteCobvPutRequest: {
+    descricao: string;
+    cobsv: Array<{
+      calendario: {
+        dataDeVencimento: string;
+        validadeAposVencimento?: number;
+        [extra: string]: unknown;
+      };
+      devedor: {
+        cpf: string;
+        nome: string;
+        email?: string;
+        logradouro?: string;
+        cidade?: string;
+        uf?: string;
+        cep?: string;
+        [extra: string]: unknown;
+      } | {
+        cnpj: string;
+        nome: string;
+        email?: string;
+        logradouro?: string;
+        cidade?: string;
+        uf?: string;
+        cep?: string;
+        [extra: string]: unknown;
+      };
+      loc?: {
+        id: number;
+        [extra: string]: unknown;
+      };
+      valor: {
+        original: string;
+        multa?: {
+          modalidade: number;
+          valorPerc: string;
+          [extra: string]: unknown;
+        };
+        juros?: {
+          modalidade: number;
+          valorPerc: string;
+          [extra: string]: unknown;
+        };
+        abatimento?: {
+          modalidade: number;
+          valorPerc: string;
+          [extra: string]: unknown;
+        };
+        desconto?: {
+          modalidade: number;
+          descontoDataFixa?: Array<{
+            data: string;
+            valorPerc: string;
+            [extra: string]: unknown;
+          }>;
+          valorPerc?: string;
+          [extra: string]: unknown;
+        };
+        [extra: string]: unknown;
+      };
+      chave: string;
+      solicitacaoPagador?: string;
+      infoAdicionais?: Array<{
+        nome: string;
+        valor: string;
+        [extra: string]: unknown;
+      }>;
+      txid: string;
+      [extra: string]: unknown;
+    }>;
+    [extra: string]: unknown;
+  };
+  ApiPixProblem: {
+    type: string;
+    title: string;
+    status: number;
+    detail?: string;
+    violacoes?: Array<{
+      razao: string;
+      propriedade: string;
+      valor?: string;
+      [extra: string]: unknown;
+    }>;
+    [extra: string]: unknown;
+  };
+  ApiPixToken200: {
+    access_token: string;
+    token_type: "Bearer";
+    expires_in: number;
+    scope: string;
+  };
+  ApiPixToken400: {
+    error: "invalid_request" | "unsupported_grant_type" | "invalid_scope" | "invalid_client" | "access_denied";
+    error_description: string;
+  };
+  ApiPixTokenRequest: {
+    grant_type: string;
+    scope?: string;
+    [extra: string]: unknown;
+  };
   AuditEntry: {
     id: number;
     /** ISO 8601 timestamp, UTC */

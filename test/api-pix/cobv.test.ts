@@ -88,6 +88,33 @@ describe.each(BACKENDS)('API Pix cobv on %s', (backend) => {
     expect(got.body).toEqual(res.body);
   });
 
+  it('the payload read: a JWS of the cobv with the amount due on DPP; the location shows its cobv', async () => {
+    const txid = newTxid();
+    const created = await pix.put(`/cobv/${txid}`, body());
+    expect(created.body.location).toMatch(/^localhost\/qr\/v2\/cobv\/[0-9a-f]{32}$/);
+    const path = created.body.location.slice('localhost'.length);
+    const read = async (query: string) => {
+      const res = await fetch(`${s.url}${path}${query}`);
+      const text = await res.text();
+      return { status: res.status, type: res.headers.get('content-type'), text, payload: res.status === 200 ? JSON.parse(Buffer.from(text.split('.')[1]!, 'base64url').toString()) : JSON.parse(text) };
+    };
+    const today = await read('');
+    expect(today.status).toBe(200);
+    expect(today.type).toContain('application/jose');
+    expect(today.payload).toMatchObject({ txid, status: 'ATIVA', calendario: { dataDeVencimento: '2026-12-02', validadeAposVencimento: 30 }, valor: { original: '100.00', abatimento: '5.00', desconto: '10.00', final: '85.00' } });
+    // 7 Dec, 5 days late: 95.00 + 2 % fine (1.90) + 0.10 %/day × 5 (0.48).
+    expect((await read('?DPP=2026-12-07&codMun=3550308')).payload.valor).toEqual({ original: '100.00', abatimento: '5.00', multa: '1.90', juros: '0.48', final: '97.38' });
+    for (const q of ['?DPP=2026-11-26', '?DPP=2027-01-05', '?DPP=amanha', '?codMun=123']) {
+      const bad = await read(q);
+      expect([q, bad.status, bad.payload.type]).toEqual([q, 400, `${ERROR}CobPayloadOperacaoInvalida`]);
+    }
+    expect((await read('?DPP=2027-01-04')).status).toBe(200); // the last payable day
+    const loc = await pix.get(`/loc/${created.body.loc.id}`);
+    expect(loc.body).toMatchObject({ id: created.body.loc.id, txid, tipoCob: 'cobv', location: created.body.location });
+    const unknown = await fetch(`${s.url}/qr/v2/cobv/${'0'.repeat(32)}`);
+    expect(unknown.status).toBe(404);
+  });
+
   it('400 CobVOperacaoInvalida with violacoes for what the standard refuses', async () => {
     const cases: [Record<string, unknown>, string][] = [
       [{ calendario: { dataDeVencimento: '2026-11-26' } }, 'cobv.calendario.dataDeVencimento'],

@@ -99,12 +99,15 @@ function deref(d: Json, node: Json | undefined): Json | undefined {
 /** The standard's path of a façade route: `/api/pix/v2/cob/:txid` → `/cob/{txid}`. */
 export function standardPath(routeUrl: string): string | undefined {
   if (routeUrl === PAYLOAD_ROUTE) return '/{pixUrlAccessToken}';
+  if (routeUrl === COBV_PAYLOAD_ROUTE) return '/cobv/{pixUrlAccessToken}';
   if (!routeUrl.startsWith('/api/pix/v2/')) return undefined;
   return routeUrl.slice('/api/pix/v2'.length).replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 }
 
 /** The Fastify route of the payload-location read (the standard's `GET /{pixUrlAccessToken}`). */
 export const PAYLOAD_ROUTE = '/qr/v2/:pixUrlAccessToken';
+/** The route of a cobv's payload read (the standard's `GET /cobv/{pixUrlAccessToken}`). */
+export const COBV_PAYLOAD_ROUTE = '/qr/v2/cobv/:pixUrlAccessToken';
 
 function problemCheck(out: string[], where: string, payload: unknown): void {
   const body = parseJson(payload);

@@ -43,7 +43,7 @@ function pixOf(row: CobvRow, state: CobvState) {
 /** A cobv as revision `state` shows it (the current one: the row's), with its Pix when paid. */
 export function cobvView(host: string, row: CobvRow, state: CobvState, receiver: Receiver) {
   const linked = state.loc_id !== null && state.loc_id === row.loc_id && row.loc_token !== null;
-  const location = linked ? locationUrl(host, row.loc_token!) : undefined;
+  const location = linked ? locationUrl(host, row.loc_token!, 'cobv') : undefined;
   const r = state.request;
   const pix = state.revisao === row.revisao ? pixOf(row, state) : undefined;
   return {

@@ -5,6 +5,7 @@ import type { AppContext } from '../../context.js';
 import { DomainError } from '../../errors/catalog.js';
 import { isoZ } from '../../lib/clock.js';
 import { rsaJwsSigner, type JwsSigner } from '../../lib/jws.js';
+import { cobvPayloadRoutes } from './cobvPayload.routes.js';
 
 /**
  * The standard's unauthenticated payload read (`GET /{pixUrlAccessToken}`), at the path of
@@ -16,6 +17,8 @@ import { rsaJwsSigner, type JwsSigner } from '../../lib/jws.js';
  */
 let signer: JwsSigner | undefined;
 const jws = () => (signer ??= rsaJwsSigner());
+/** The one signer of this process's payloads (a cobv's too: src/api/apiPix/cobvPayload.routes.ts). */
+export const payloadSigner = jws;
 
 export function apiPixPayloadRoutes(ctx: AppContext) {
   return async function payload(app: FastifyInstance) {
@@ -41,6 +44,7 @@ export function apiPixPayloadRoutes(ctx: AppContext) {
         return reply.type('application/jose').header('cache-control', 'no-store').send(jws().sign(body, { typ: 'JOSE' }));
       },
     );
+    await cobvPayloadRoutes(app, ctx, jws);
     app.get('/api/pix/jwks.json', async (_req, reply) => reply.header('cache-control', 'public, max-age=300').send(jws().jwks()));
   };
 }

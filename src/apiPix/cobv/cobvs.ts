@@ -61,7 +61,7 @@ async function linkableLocation(tx: Sql, accountId: number, locId: number | unde
 
 /** A cobv's BR Code: dynamic, no amount (it depends on the payment date; the payload gives it). */
 function dynamicBrCode(host: string, token: string, merchantName: string): string {
-  return encodeBrCode({ url: locationUrl(host, token), merchantName: merchantName || CHARGE.fallbackMerchantName, merchantCity: CHARGE.merchantCity, singleUse: true });
+  return encodeBrCode({ url: locationUrl(host, token, 'cobv'), merchantName: merchantName || CHARGE.fallbackMerchantName, merchantCity: CHARGE.merchantCity, singleUse: true });
 }
 
 /** The end of the last payable day in Brasília: the pixgate charge's deadline. */
