@@ -35,6 +35,7 @@ from fuzz_checks import ResponseChecks  # noqa: E402
 from fuzz_http import Client, _Receiver, start_receiver  # noqa: E402
 from fuzz_requests import RequestGeneration  # noqa: E402
 from fuzz_setup import SetupData  # noqa: E402
+from fuzz_standard import prepare_standard  # noqa: E402
 from schema_strategies import Converter  # noqa: E402
 
 
@@ -70,7 +71,7 @@ class Fuzzer(ResponseChecks, SetupData, RequestGeneration):
             mode, kind, target, headers, body = self.draw_request(data, path, method, op)
             self.requests += 1
             try:
-                res = self.client.request(method.upper(), target, body, headers, stream=stream)
+                res = self.client.request(method.upper(), getattr(self, "prefix", "") + target, body, headers, stream=stream)
             except RuntimeError as e:
                 self.problem(op_key, "no answer (connection failed)", str(e)[:300], {"target": target[:300]})
                 return
@@ -94,6 +95,9 @@ def main():
     ap.add_argument("--seed", type=int, default=int(os.environ.get("FUZZ_SEED", "0")) or None)
     ap.add_argument("--signing-doc", default=os.path.join(HERE, "..", "..", "docs", "signing.md"))
     ap.add_argument("--json-out")
+    ap.add_argument("--standard", help="drive the run with this JSON document (the API Pix standard, fuzz_standard.py) instead of /openapi.json")
+    ap.add_argument("--standard-prefix", default="/api/pix/v2")
+    ap.add_argument("--tolerate", default="", help="with --standard: method:status pairs allowed though undeclared (get:400,*:401)")
     ap.add_argument("--receiver-port", type=int, default=int(os.environ.get("FUZZ_RECEIVER_PORT", "0")), help="the server's WEBHOOK_ALLOWED_HOSTS must list 127.0.0.1:<port>")
     args = ap.parse_args()
 
@@ -104,6 +108,8 @@ def main():
     f = Fuzzer(args.base_url, args.admin_token, f"http://127.0.0.1:{receiver.server_address[1]}", args.examples, args.seed)
     f.receiver_port = receiver.server_address[1]
     f.setup()
+    if args.standard:
+        prepare_standard(f, args.standard, args.standard_prefix, args.tolerate)
     ops = list(f.operations(args.only))
     for i, (key, path, method, op) in enumerate(ops):
         t0 = time.time()

@@ -4,6 +4,7 @@ import json
 from jsonschema import Draft202012Validator
 
 from fuzz_http import snake_keys
+from fuzz_standard import tolerated, transport
 
 
 class ResponseChecks:
@@ -31,6 +32,12 @@ class ResponseChecks:
         declared = responses.get(status) or responses.get(f"{status[0]}XX") or responses.get("default")
         if res.status >= 500 and not (res.status == 503 and declared):
             self.problem(op_key, f"{res.status} answer", res.body[:500].decode("utf-8", "replace"), req)
+        if declared is None and transport(self, res.status):
+            return
+        if declared is None and tolerated(self, method, res.status):
+            if not res.headers.get("content-type", "").startswith("application/problem+json"):
+                self.problem(op_key, f"tolerated {status} without a problem body", res.body[:300].decode("utf-8", "replace"), req)
+            return
         if declared is None:
             self.problem(op_key, f"undeclared status {status}", res.body[:500].decode("utf-8", "replace"), req)
             return

@@ -190,6 +190,12 @@ class RequestGeneration:
         return self.safe_body(v), None, ct
 
     def auth_headers(self, path, target_path, body_text, auth, data):
+        if getattr(self, "bearer", None) and not path.startswith("/api/"):
+            if auth == "none":
+                return {}
+            if auth != "good":
+                return {"Authorization": data.draw(st.sampled_from(["Bearer pxa_wrong" + secrets.token_hex(8), "Bearer", "Basic !!!", "bearer " + self.bearer + "x"]))}
+            return {"Authorization": f"Bearer {self.bearer}"}
         if path.startswith("/api/admin") or path.startswith("/api/sandbox") or path == "/metrics":
             if auth in ("none",):
                 return {}

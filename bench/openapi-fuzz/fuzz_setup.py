@@ -170,6 +170,8 @@ class SetupData:
         if name == "account_id":
             return P["victim_account_id"] if method == "patch" else P["account_id"] + P["victim_account_id"]
         if name == "id":
+            if path.startswith("/loc/"):
+                return P["loc_id"]
             if path.startswith("/api/external/webhooks/"):
                 return P["sacrificial_webhook_id"]
             if "/webhooks/" in path:

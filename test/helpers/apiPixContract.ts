@@ -215,3 +215,15 @@ export function standardViolations(req: FastifyRequest, status: number, contentT
   }
   return out;
 }
+
+/**
+ * The standard's document as the fuzzer reads it (bench/openapi-fuzz/fuzz_standard.py): the
+ * tolerances above applied, and only the operations of `paths` (the ones pixgate serves).
+ */
+export function standardForFuzz(paths: readonly string[]): Json | undefined {
+  const d = doc();
+  if (!d) return undefined;
+  const copy = JSON.parse(JSON.stringify(d)) as Json;
+  copy.paths = Object.fromEntries(Object.entries(copy.paths as Json).filter(([p]) => paths.includes(p)));
+  return copy;
+}

@@ -30,7 +30,7 @@ const locRef = z.object({ id: z.number().int().min(1).max(Number.MAX_SAFE_INTEGE
 
 /** PUT /cob/{txid}, POST /cob: a whole charge. */
 export const cobBody = z.object({
-  calendario: calendario.optional(),
+  calendario,
   devedor: devedor.optional(),
   loc: locRef.optional(),
   valor,

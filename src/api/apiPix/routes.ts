@@ -30,6 +30,14 @@ export function apiPixRoutes(ctx: AppContext) {
     await app.register(async (scope) => oauthRoutes(scope, ctx));
     await app.register(
       async (v2) => {
+        // The standard's reads and DELETE take no body: one sent is ignored, never parsed (a
+        // malformed or oversized one would otherwise be refused with a status they do not list).
+        v2.addHook('onRequest', async (req) => {
+          if (req.method !== 'GET' && req.method !== 'DELETE') return;
+          delete req.headers['content-type'];
+          delete req.headers['transfer-encoding'];
+          req.headers['content-length'] = '0';
+        });
         installBearerPipeline(v2, ctx);
         v2.setNotFoundHandler((req: FastifyRequest, reply: FastifyReply) => {
           const malformed = malformedUrlMessage(req);
