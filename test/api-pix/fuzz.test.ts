@@ -18,7 +18,7 @@ import { startTestServer, TEST_ADMIN_TOKEN, type TestServer } from '../helpers/s
  */
 const python = spawnSync('python3', ['-c', 'import hypothesis, jsonschema, referencing'], { stdio: 'ignore' }).status === 0;
 const standard = apiPixStandard();
-const SERVED = ['/cob', '/cob/{txid}', '/loc', '/loc/{id}', '/loc/{id}/txid'];
+const SERVED = ['/cob', '/cob/{txid}', '/cobv', '/cobv/{txid}', '/lotecobv', '/lotecobv/{id}', '/loc', '/loc/{id}', '/loc/{id}/txid'];
 const EXAMPLES = process.env.FUZZ_OPENAPI_EXAMPLES ?? '25';
 const freePort = () =>
   new Promise<number>((resolve, reject) => {
@@ -57,7 +57,7 @@ describe.skipIf(!standard || !python).each(BACKENDS)(`the standard-driven fuzz o
     expect(output.slice(-4000), 'the fuzzer ran to its figures').toContain('operations covered');
     const result = JSON.parse(readFileSync(out, 'utf8')) as { operations: number; requests: number; statuses: Record<string, number>; problems: unknown[] };
     expect(result.problems).toEqual([]);
-    expect(result.operations).toBe(9);
+    expect(result.operations).toBe(17);
     // Valid requests reached the business logic: charges and locations were created and read.
     expect((result.statuses['200'] ?? 0) + (result.statuses['201'] ?? 0)).toBeGreaterThan(20);
   }, 600_000);
