@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { DECIMAL_AMOUNT } from '../../apiPix/amount.js';
 import { COBV_STATUSES } from '../../apiPix/cobv/store.js';
 import { isCalendarDate } from '../../lib/businessDays.js';
-import { readDocument } from '../../lib/documents.js';
+import { pixCnpj, pixCpf } from './documentFields.js';
 import { booleanText, listQueryShape } from './listQuery.js';
 import { pixRoute } from './spec.js';
 
@@ -15,9 +15,8 @@ const decimal = z.string().regex(DECIMAL_AMOUNT, 'deve ser um valor decimal com 
 const date = z.string().refine(isCalendarDate, 'deve ser uma data AAAA-MM-DD');
 export const txidParam = z.object({ txid: z.string().regex(/^[A-Za-z0-9]{26,35}$/, 'deve ter de 26 a 35 letras ou dígitos') });
 
-/** CPF (11 digits) or CNPJ (14 characters, alphanumeric since July 2026), with valid check digits, in canonical form. */
-const cpf = z.string().refine((s) => /^\d{11}$/.test(s) && 'value' in readDocument(s, { canonical: true }), 'deve ser um CPF válido (11 dígitos)');
-const cnpj = z.string().refine((s) => /^[0-9A-Z]{12}\d{2}$/.test(s) && 'value' in readDocument(s, { canonical: true }), 'deve ser um CNPJ válido (14 caracteres: 12 dígitos ou letras maiúsculas e 2 dígitos verificadores)');
+const cpf = pixCpf;
+const cnpj = pixCnpj;
 const address = {
   email: z.string().max(200).optional(),
   logradouro: z.string().max(200).optional(),
