@@ -1,6 +1,16 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
+const sdkSource = (file: string) => fileURLToPath(new URL(`./packages/sdk/src/${file}`, import.meta.url));
+
 export default defineConfig({
+  // The SDK workspace from its sources (as tsconfig.json's paths): tests need no SDK build.
+  resolve: {
+    alias: [
+      { find: /^@pixgate\/sdk$/, replacement: sdkSource('index.ts') },
+      { find: /^@pixgate\/sdk\/canonical-json$/, replacement: sdkSource('canonicalJson.ts') },
+    ],
+  },
   test: {
     include: ['test/**/*.test.ts'],
     pool: 'forks',

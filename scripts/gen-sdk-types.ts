@@ -1,5 +1,5 @@
 /**
- * npm run gen:sdk-types — writes src/sdk/schemas.ts, the TypeScript form of every component schema
+ * npm run gen:sdk-types — writes packages/sdk/src/schemas.ts, the TypeScript form of every component schema
  * of the OpenAPI document (itself generated from the schemas the server validates with). The SDK's
  * answer types are these; test/sdk/types-vs-openapi.test.ts fails when the file is out of date.
  */
@@ -88,7 +88,7 @@ ${body}
 `;
 }
 
-export const SCHEMAS_FILE = join(packageRoot, 'src', 'sdk', 'schemas.ts');
+export const SCHEMAS_FILE = join(packageRoot, 'packages', 'sdk', 'src', 'schemas.ts');
 
 if (process.argv[1] && import.meta.url.endsWith(process.argv[1].replace(/^.*\/scripts\//, 'scripts/'))) {
   writeFileSync(SCHEMAS_FILE, sdkSchemasSource());

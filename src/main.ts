@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 import cluster from 'node:cluster';
 import pino from 'pino';
 import { ConfigError, parseConfig, type Config } from './config.js';

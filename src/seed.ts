@@ -4,6 +4,7 @@ import type { AppContext } from './context.js';
 import { countMerchants } from './merchants/repository.js';
 import { createMerchant, deposit } from './merchants/service.js';
 import { registerOwnKey } from './pix/ownKeys.js';
+import { simulator } from './sandbox/actions.js';
 
 export interface DemoCredentials {
   merchantId: number;
@@ -11,6 +12,8 @@ export interface DemoCredentials {
   clientId: string;
   clientSecret: string;
   pixKeys: string[];
+  /** Keys of other banks registered in the simulated directory, which a cash-out can pay. */
+  receiverKeys: string[];
 }
 
 export const DEMO = {
@@ -19,11 +22,18 @@ export const DEMO = {
   depositCents: 1_000_000,
   email: 'demo@pixgate.dev',
   ipWhitelist: ['127.0.0.1', '::1'],
+  /**
+   * The receivers the README's quick start and docs pay (`maria@example.com`): keys of another
+   * bank in the simulated directory, whose payments settle. The README registers the same key
+   * again by the sandbox API, which updates it.
+   */
+  receivers: [{ key: 'maria@example.com', type: 'email', name: 'Maria', document: '52998224725', ispb: '18236120' }] as const,
 };
 
 /**
  * In APP_ENV=local on an empty database: a demo merchant with a funded account (R$ 10,000.00), two
- * PIX keys and an API key holding every permission for 127.0.0.1 and ::1. Returns the credentials
+ * PIX keys and an API key holding every permission for 127.0.0.1 and ::1, and the quick start's
+ * receivers at another bank in the simulated directory. Returns the credentials
  * (to be printed once), or null when the database already has merchants.
  */
 export async function seedDemo(ctx: AppContext): Promise<DemoCredentials | null> {
@@ -38,11 +48,18 @@ export async function seedDemo(ctx: AppContext): Promise<DemoCredentials | null>
     permissions: [...PERMISSIONS],
     ipWhitelist: DEMO.ipWhitelist,
   });
+  const sim = simulator(ctx);
+  const receiverKeys: string[] = [];
+  for (const r of sim ? DEMO.receivers : []) {
+    const registered = await sim!.registerForeignKey({ ...r, bankName: null, behavior: 'settle', fraudFlagged: false });
+    if (registered.ok) receiverKeys.push(registered.value.row.key);
+  }
   return {
     merchantId: merchant.id,
     accountId: account.id,
     clientId: key.client_id,
     clientSecret,
     pixKeys: [email.key, evp.key],
+    receiverKeys,
   };
 }

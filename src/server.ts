@@ -285,6 +285,7 @@ function announceCredentials(config: Config, a: Announcement): void {
         `  client_id      ${demo.clientId}`,
         `  client_secret  ${demo.clientSecret}`,
         `  pix keys       ${demo.pixKeys.join(', ')}`,
+        ...(demo.receiverKeys.length ? [`  pay (sandbox)  ${demo.receiverKeys.join(', ')} (keys of another bank: a cash-out to them settles)`] : []),
         `  try:           curl -H 'Authorization: ApiKey ${demo.clientId}:<client_secret>' ${url}/api/external/balance`,
         '',
       ].join('\n') + '\n',

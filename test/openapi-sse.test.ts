@@ -1,7 +1,7 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openApiDocument } from '../src/openapi/document.js';
-import { readSse } from '../src/sdk/client.js';
+import { readSse } from '@pixgate/sdk';
 import { addPixKey, merchantWithKey } from './helpers/client.js';
 import { BACKENDS } from './helpers/db.js';
 import { startTestServer, type TestServer } from './helpers/server.js';

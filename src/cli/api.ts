@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { Pixgate, PixgateError, type ApiResponse } from '../sdk/index.js';
+import { Pixgate, PixgateError, type ApiResponse } from '@pixgate/sdk';
 import { loadCredentials, requireKey } from './credentials.js';
 import { EXIT, paint, str, UsageError, type Args, type CliIo } from './io.js';
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { catalogEntry } from '../events/catalog.js';
-import { Pixgate, PixgateError, type FeedEvent } from '../sdk/index.js';
+import { Pixgate, PixgateError, type FeedEvent } from '@pixgate/sdk';
 import { signDelivery, USER_AGENT } from '../webhooks/http.js';
 import { standardWebhookHeaders } from '../webhooks/standardWebhooks.js';
 import { loadCredentials, requireKey } from './credentials.js';

@@ -1,4 +1,4 @@
-import { sha256Hex, signRequest } from '../sdk/index.js';
+import { sha256Hex, signRequest } from '@pixgate/sdk';
 import { readData } from './api.js';
 import { loadCredentials } from './credentials.js';
 import { EXIT, paint, str, UsageError, type Args, type CliIo } from './io.js';

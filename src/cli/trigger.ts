@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { Pixgate, PixgateError } from '../sdk/index.js';
+import { Pixgate, PixgateError } from '@pixgate/sdk';
 import { loadCredentials, requireAdmin, requireKey } from './credentials.js';
 import { EXIT, paint, UsageError, type Args, type CliIo } from './io.js';
 

@@ -4,7 +4,7 @@ import { merchantWithKey, type MerchantFixture } from '../helpers/client.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { emit, waitUntil } from '../webhooks/helpers.js';
 import { FEED_HORIZON_MAX_WAIT_SECONDS } from '../../src/events/feed.js';
-import { readSse } from '../../src/sdk/client.js';
+import { readSse } from '@pixgate/sdk';
 
 /** Server-Sent Events of a fetch response, read by the SDK's parser. */
 async function* sse(res: Response) {

@@ -18,7 +18,7 @@ import {
   TimeoutError,
   verifyWebhook,
   WebhookVerificationError,
-} from '../../src/sdk/index.js';
+} from '@pixgate/sdk';
 import { standardWebhooksKey as serverKey } from '../../src/webhooks/standardWebhooks.js';
 import { BACKENDS } from '../helpers/db.js';
 import { addPixKey, merchantWithKey, type MerchantFixture } from '../helpers/client.js';

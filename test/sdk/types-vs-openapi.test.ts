@@ -7,7 +7,7 @@ import { openApiDocument } from '../../src/openapi/document.js';
 import { SCHEMAS_FILE, sdkSchemasSource } from '../../scripts/gen-sdk-types.js';
 
 /**
- * Issue 13: the SDK's answer types are generated from the OpenAPI document (src/sdk/schemas.ts,
+ * Issue 13: the SDK's answer types are generated from the OpenAPI document (packages/sdk/src/schemas.ts,
  * itself generated from the schemas the server validates with); its input types are written for
  * readers (doc comments on cents and aliases). Both are checked against the document:
  *   - every field an SDK type declares exists in the document's schema (no invented or stale field);
@@ -65,16 +65,16 @@ function answer(method: string, path: string, ...pointer: string[]): Schema {
   return s;
 }
 
-/** Declared property names of an interface of src/sdk/types.ts, its `extends` included (index signatures excluded). */
-const program = ts.createProgram([join(packageRoot, 'src', 'sdk', 'types.ts')], { strict: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext });
+/** Declared property names of an interface of packages/sdk/src/types.ts, its `extends` included (index signatures excluded). */
+const program = ts.createProgram([join(packageRoot, 'packages', 'sdk', 'src', 'types.ts')], { strict: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext });
 const checker = program.getTypeChecker();
-const source = program.getSourceFile(join(packageRoot, 'src', 'sdk', 'types.ts'))!;
+const source = program.getSourceFile(join(packageRoot, 'packages', 'sdk', 'src', 'types.ts'))!;
 function sdkFields(name: string): Set<string> {
   let found: ts.Type | undefined;
   ts.forEachChild(source, (node) => {
     if ((ts.isInterfaceDeclaration(node) || ts.isTypeAliasDeclaration(node)) && node.name.text === name) found = checker.getTypeAtLocation(node.name);
   });
-  if (!found) throw new Error(`src/sdk/types.ts has no type ${name}`);
+  if (!found) throw new Error(`packages/sdk/src/types.ts has no type ${name}`);
   return new Set(checker.getPropertiesOfType(found).map((p) => p.name));
 }
 
@@ -105,7 +105,7 @@ const INPUTS: [sdkType: string, method: string, path: string][] = [
 ];
 
 describe('SDK types against the OpenAPI document', () => {
-  it('src/sdk/schemas.ts is what the generator writes from the current document (run npm run gen:sdk-types)', () => {
+  it('packages/sdk/src/schemas.ts is what the generator writes from the current document (run npm run gen:sdk-types)', () => {
     expect(readFileSync(SCHEMAS_FILE, 'utf8')).toBe(sdkSchemasSource());
   });
 

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CircuitOpenError, Pixgate, standardWebhooksKey, verifyWebhook, WebhookVerificationError } from '../../src/sdk/index.js';
+import { CircuitOpenError, Pixgate, standardWebhooksKey, verifyWebhook, WebhookVerificationError } from '@pixgate/sdk';
 import { standardWebhooksKey as serverKey, webhookSecretProblem } from '../../src/webhooks/standardWebhooks.js';
 import { merchantWithKey, type MerchantFixture } from '../helpers/client.js';
 import { BACKENDS } from '../helpers/db.js';

@@ -15,6 +15,8 @@
  * When the Standard Webhooks headers are present they must verify (a stale or forged one is refused
  * even if X-Service-Signature is also sent).
  */
+import { bufferSource } from './signing.js';
+
 export class WebhookVerificationError extends Error {
   override name = 'WebhookVerificationError';
 }
@@ -111,8 +113,8 @@ export function standardWebhooksKey(secret: string): Uint8Array {
 }
 
 async function hmacVerify(key: Uint8Array, signature: Uint8Array, message: Uint8Array): Promise<boolean> {
-  const k = await globalThis.crypto.subtle.importKey('raw', key, { name: 'HMAC', hash: 'SHA-256' }, false, ['verify']);
-  return globalThis.crypto.subtle.verify('HMAC', k, signature, message);
+  const k = await globalThis.crypto.subtle.importKey('raw', bufferSource(key), { name: 'HMAC', hash: 'SHA-256' }, false, ['verify']);
+  return globalThis.crypto.subtle.verify('HMAC', k, bufferSource(signature), bufferSource(message));
 }
 
 function concat(...parts: Uint8Array[]): Uint8Array {

@@ -4,7 +4,8 @@ import { canonicalize } from './canonicalJson.js';
  * Request signatures, with WebCrypto only (Node 20+, browsers, edge runtimes):
  *   v1: hex HMAC-SHA512 of the canonical body, key = client_secret.
  *   v2: hex HMAC-SHA512 of `v2\n<timestamp>\n<nonce>\n<METHOD>\n<path>\n<idempotency key>\n<canonical body>`.
- * The canonical body is computed by the same code the server verifies with (src/lib/canonicalJson.ts).
+ * The canonical body is computed by the same code the server verifies with (./canonicalJson.ts, which
+ * the server imports as `@pixgate/sdk/canonical-json`).
  */
 export { canonicalize };
 
@@ -23,9 +24,14 @@ export function hex(bytes: ArrayBuffer | Uint8Array): string {
   return out;
 }
 
+/** Bytes as WebCrypto's BufferSource (DOM's types want an ArrayBuffer-backed view, not a SharedArrayBuffer one). */
+export function bufferSource(bytes: string | Uint8Array): Uint8Array<ArrayBuffer> {
+  return (typeof bytes === 'string' ? encoder.encode(bytes) : bytes) as Uint8Array<ArrayBuffer>;
+}
+
 export async function hmacHex(hash: 'SHA-256' | 'SHA-512', key: string | Uint8Array, message: string | Uint8Array): Promise<string> {
-  const k = await subtle().importKey('raw', typeof key === 'string' ? encoder.encode(key) : key, { name: 'HMAC', hash }, false, ['sign']);
-  return hex(await subtle().sign('HMAC', k, typeof message === 'string' ? encoder.encode(message) : message));
+  const k = await subtle().importKey('raw', bufferSource(key), { name: 'HMAC', hash }, false, ['sign']);
+  return hex(await subtle().sign('HMAC', k, bufferSource(message)));
 }
 
 export async function sha256Hex(text: string): Promise<string> {
