@@ -48,7 +48,8 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     frameworkErrors,
     clientErrorHandler,
     routerOptions: { maxParamLength: MAX_PATH_SEGMENT_LENGTH },
-    ...(ctx.config.tls ? { https: { cert: ctx.config.tls.cert, key: ctx.config.tls.key, minVersion: 'TLSv1.2' as const } } : {}),
+    // A client certificate is asked for but not required (the API Pix façade binds one to a key: docs/api-pix.md).
+    ...(ctx.config.tls ? { https: { cert: ctx.config.tls.cert, key: ctx.config.tls.key, minVersion: 'TLSv1.2' as const, requestCert: true, rejectUnauthorized: false } } : {}),
   }) as unknown as FastifyInstance;
 
   app.addHook('onRequest', async (req, reply) => {

@@ -36,6 +36,7 @@ const apiKeyFields = {
   ip_whitelist: z.array(z.string()),
   hmac: z.boolean(),
   expires_at: timestamp.nullable(),
+  api_pix_certificate_sha256: z.string().nullable().describe('API Pix mutual TLS: SHA-256 (hex) of the client certificate bound to the key (docs/api-pix.md)'),
   active: z.boolean(),
   created_at: timestamp,
   warnings: z.array(z.string()).optional().describe('ip_whitelist entries that will never match'),

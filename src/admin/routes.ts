@@ -119,6 +119,7 @@ function apiKeyRoutes(app: FastifyInstance, ctx: AppContext) {
       ...(body.permissions !== undefined ? { permissions: body.permissions } : {}),
       ...(body.ip_whitelist !== undefined ? { ipWhitelist: body.ip_whitelist } : {}),
       ...(body.expires_at !== undefined ? { expiresAt: body.expires_at === null ? null : new Date(body.expires_at) } : {}),
+      ...(body.api_pix_certificate_sha256 !== undefined ? { apiPixCertSha256: body.api_pix_certificate_sha256 } : {}),
     });
     ctx.credentials.invalidate(`key:${client_id}`);
     const warnings = whitelistWarnings(key.ip_whitelist);

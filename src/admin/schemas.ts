@@ -60,6 +60,13 @@ export const patchApiKey = z
     permissions: permissions.optional(),
     ip_whitelist: ipWhitelist.optional(),
     expires_at: isoTimestamp.nullable().optional(),
+    api_pix_certificate_sha256: z
+      .string()
+      .regex(/^[0-9a-fA-F]{64}$/, 'must be the SHA-256 of the certificate (DER), 64 hex digits')
+      .transform((v) => v.toLowerCase())
+      .nullable()
+      .optional()
+      .describe('API Pix mutual TLS: the client certificate bound to the key (null unbinds it); docs/api-pix.md'),
   })
   .refine((v) => Object.keys(v).length > 0, { message: 'must change at least one field', path: ['body'] });
 

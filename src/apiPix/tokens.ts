@@ -51,6 +51,15 @@ export async function grantToken(deps: TokenDeps, key: KeyWithAccount, scopes: S
   return { accessToken, expiresIn: TOKEN.ttlSeconds, scopes };
 }
 
+/**
+ * Mutual TLS at the grant: a key with a bound certificate is granted tokens only over a connection
+ * presenting it; with TLS configured outside local mode, a key must have one bound.
+ */
+export function certificateRefusal(key: KeyWithAccount, presented: string | null, mutualTlsRequired: boolean): 'certificate_mismatch' | 'certificate_required' | undefined {
+  if (key.api_pix_cert_sha256) return key.api_pix_cert_sha256 === presented ? undefined : 'certificate_mismatch';
+  return mutualTlsRequired ? 'certificate_required' : undefined;
+}
+
 /** Why a key may not act now (the grant and every call check the same). */
 export type KeyRefusal = 'inactive_key' | 'expired_key' | 'address_not_allowed' | 'account_inactive';
 
@@ -94,6 +103,8 @@ export async function authenticateBearer(deps: TokenDeps, findKey: (clientId: st
   if (row.cert_sha256 !== null && row.cert_sha256 !== presented.certSha256) return { refused: 'invalid_token' };
   const key = await findKey(row.client_id);
   if (!key) return { refused: 'invalid_token' };
+  // A certificate bound to the key since the grant (or another one) binds its tokens too.
+  if (key.api_pix_cert_sha256 && key.api_pix_cert_sha256 !== presented.certSha256) return { refused: 'invalid_token' };
   const refusal = keyRefusal(key, presented.clientIp, now);
   if (refusal) return { refused: refusal };
   const scopes = row.scopes.filter(isScope).filter((s) => key.permissions.includes(SCOPE_PERMISSION[s]));

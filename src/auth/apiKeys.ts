@@ -18,6 +18,8 @@ export interface ApiKeyRow {
   created_at: Date;
   updated_at: Date;
   revoked_at: Date | null;
+  /** SHA-256 (hex) of the TLS client certificate bound to the key for the API Pix façade (migration 1020). */
+  api_pix_cert_sha256: string | null;
 }
 
 export interface CreateApiKeyInput {
@@ -64,6 +66,8 @@ export interface ApiKeyPatch {
   ipWhitelist?: string[];
   /** null clears the expiry. */
   expiresAt?: Date | null;
+  /** The API Pix client certificate's SHA-256 (hex); null unbinds it. */
+  apiPixCertSha256?: string | null;
 }
 
 export async function updateApiKey(db: Database, clientId: string, patch: ApiKeyPatch): Promise<ApiKeyRow> {
@@ -72,9 +76,10 @@ export async function updateApiKey(db: Database, clientId: string, patch: ApiKey
        permissions = COALESCE($2::text[], permissions),
        ip_whitelist = COALESCE($3::text[], ip_whitelist),
        expires_at = CASE WHEN $4::boolean THEN $5::timestamptz ELSE expires_at END,
+       api_pix_cert_sha256 = CASE WHEN $6::boolean THEN $7::text ELSE api_pix_cert_sha256 END,
        updated_at = now()
      WHERE client_id = $1 RETURNING *`,
-    [clientId, patch.permissions ?? null, patch.ipWhitelist ?? null, patch.expiresAt !== undefined, patch.expiresAt ?? null],
+    [clientId, patch.permissions ?? null, patch.ipWhitelist ?? null, patch.expiresAt !== undefined, patch.expiresAt ?? null, patch.apiPixCertSha256 !== undefined, patch.apiPixCertSha256 ?? null],
   );
   if (!key) throw new DomainError('not_found', { message: 'API key not found' });
   return key;
@@ -135,6 +140,7 @@ export function apiKeyView(key: ApiKeyRow) {
     ip_whitelist: key.ip_whitelist,
     hmac: key.hmac_enabled,
     expires_at: key.expires_at ? key.expires_at.toISOString() : null,
+    api_pix_certificate_sha256: key.api_pix_cert_sha256 ?? null,
     active: key.active,
     created_at: key.created_at.toISOString(),
   };

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { authenticate } from '../../auth/credentials.js';
 import { decideScopes } from '../../apiPix/scopes.js';
-import { grantToken, keyRefusal } from '../../apiPix/tokens.js';
+import { certificateRefusal, grantToken, keyRefusal } from '../../apiPix/tokens.js';
 import type { AppContext } from '../../context.js';
 import { toHttpError } from '../../http/errorHandler.js';
 import { clientCertSha256, clientIpOf } from './bearer.js';
@@ -14,7 +14,9 @@ import { clientCertSha256, clientIpOf } from './bearer.js';
  *   400 invalid_request           no or a malformed grant_type, a body that is not a form
  *   400 unsupported_grant_type    grant_type other than client_credentials
  *   400 invalid_scope             an unknown scope, one beyond the key's permissions, or none grantable
- *   401 invalid_client            no Basic credentials, a wrong secret, a key revoked, disabled or expired
+ *   401 invalid_client            no Basic credentials, a wrong secret, a key revoked, disabled or expired;
+ *                                 a TLS client certificate other than the one bound to the key, or none
+ *                                 where mutual TLS is required (TLS configured outside local mode)
  *   403 access_denied             the request's address is not in the key's IP whitelist; its account is inactive
  */
 const FORM = 'application/x-www-form-urlencoded';
@@ -57,6 +59,10 @@ export async function oauthRoutes(app: FastifyInstance, ctx: AppContext) {
     if (refusal === 'address_not_allowed') return oauthError(reply, 403, 'access_denied', 'O endereço da requisição não está na lista de IPs permitidos da chave de API');
     if (refusal === 'account_inactive') return oauthError(reply, 403, 'access_denied', 'A conta ou o cliente da chave de API não está ativo');
     if (refusal) return oauthError(reply, 401, 'invalid_client', 'A chave de API está revogada, desativada ou expirada');
+    const cert = clientCertSha256(req);
+    const certRefusal = certificateRefusal(auth.key, cert, ctx.config.tls !== undefined && ctx.config.appEnv !== 'local');
+    if (certRefusal === 'certificate_mismatch') return oauthError(reply, 401, 'invalid_client', 'O certificado TLS do cliente não é o vinculado à chave de API');
+    if (certRefusal === 'certificate_required') return oauthError(reply, 401, 'invalid_client', 'TLS mútuo: vincule um certificado de cliente à chave de API e apresente-o');
     const decision = decideScopes(scope, auth.key.permissions);
     if ('refused' in decision) {
       const why =
@@ -67,7 +73,7 @@ export async function oauthRoutes(app: FastifyInstance, ctx: AppContext) {
             : 'As permissões da chave de API não permitem nenhum escopo da API Pix';
       return oauthError(reply, 400, 'invalid_scope', why);
     }
-    const granted = await grantToken(ctx, auth.key, decision.granted, clientCertSha256(req));
+    const granted = await grantToken(ctx, auth.key, decision.granted, cert);
     return reply
       .code(200)
       .header('cache-control', 'no-store')
