@@ -95,6 +95,8 @@ export interface Schemas {
     permissions?: Array<"pix:write" | "pix:read" | "transfer:write" | "transfer:read" | "payment:write" | "payment:read" | "account:write" | "account:read" | "statement:read">;
     ip_whitelist?: Array<string>;
     expires_at?: string | null;
+    /** API Pix mutual TLS: the client certificate bound to the key (null unbinds it); docs/api-pix.md */
+    api_pix_certificate_sha256?: string | null;
   };
   AdminPatchWebhookRequest: {
     is_active: boolean;
@@ -126,6 +128,8 @@ export interface Schemas {
     ip_whitelist: Array<string>;
     hmac: boolean;
     expires_at: string | null;
+    /** API Pix mutual TLS: SHA-256 (hex) of the client certificate bound to the key (docs/api-pix.md) */
+    api_pix_certificate_sha256: string | null;
     active: boolean;
     /** ISO 8601 timestamp, UTC */
     created_at: string;
@@ -140,6 +144,8 @@ export interface Schemas {
     ip_whitelist: Array<string>;
     hmac: boolean;
     expires_at: string | null;
+    /** API Pix mutual TLS: SHA-256 (hex) of the client certificate bound to the key (docs/api-pix.md) */
+    api_pix_certificate_sha256: string | null;
     active: boolean;
     /** ISO 8601 timestamp, UTC */
     created_at: string;
@@ -202,7 +208,7 @@ export interface Schemas {
     [extra: string]: unknown;
   };
   ApiPixCobPutRequest: {
-    calendario?: {
+    calendario: {
       expiracao?: number;
       [extra: string]: unknown;
     };
