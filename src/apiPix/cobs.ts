@@ -197,6 +197,8 @@ function stateOf(row: CobRow): CobState {
 export async function reviseCob(deps: CobDeps, owner: CobOwner, txid: string, patch: CobPatch, mode: 'merge' | 'replace' = 'merge'): Promise<CobRow> {
   const current = await store.findCob(deps.db, owner.accountId, txid);
   if (!current) throw new DomainError('not_found', { message: `Cobrança ${txid} não encontrada` });
+  // Nothing to change: the charge as it is, no new revision.
+  if (Object.values(patch).every((v) => v === undefined)) return current;
   const key = patch.chave !== undefined && patch.chave !== current.chave ? await activeKey(deps.db, owner.accountId, patch.chave) : undefined;
   const merchantName = (await findMerchant(deps.db, owner.merchantId))?.name ?? '';
   await deps.db.transaction(async (tx) => {

@@ -11,10 +11,10 @@ export interface JwsSigner {
   jwks(): { keys: Array<Record<string, unknown>> };
 }
 
-export function rsaJwsSigner(privateKey?: KeyObject): JwsSigner {
+export function rsaJwsSigner(privateKey?: KeyObject, keyId?: string): JwsSigner {
   const key = privateKey ?? generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
   const publicJwk = createPublicKey(key).export({ format: 'jwk' });
-  const kid = randomBytes(8).toString('hex');
+  const kid = keyId ?? randomBytes(8).toString('hex');
   return {
     kid,
     sign(payload, extraHeader = {}) {

@@ -84,6 +84,14 @@ describe.skipIf(!standard).each(BACKENDS)(`API Pix cob and loc on %s${standard ?
       expect(res.body.type).toBe(`${ERR}CobOperacaoInvalida`);
       expect(res.body.violacoes.map((v: { propriedade: string }) => v.propriedade).join(' ')).toContain(property);
     }
+    for (const notAnObject of ['-30609463225208330', '[]', '"x"', 'null']) {
+      const txid = newTxid();
+      expect((await pix.call('PUT', `/cob/${txid}`, notAnObject)).status, notAnObject).toBe(400);
+      await pix.put(`/cob/${txid}`, cob());
+      const patched = await pix.call('PATCH', `/cob/${txid}`, notAnObject);
+      expect(patched.status, notAnObject).toBe(400);
+      expect(patched.body.violacoes[0].propriedade).toBe('cob');
+    }
     const noBody = await pix.call('PUT', `/cob/${newTxid()}`, '{broken');
     expect(noBody.status).toBe(400);
     expect(noBody.body.type).toBe(`${ERR}CobOperacaoInvalida`);
@@ -111,6 +119,8 @@ describe.skipIf(!standard).each(BACKENDS)(`API Pix cob and loc on %s${standard ?
     expect(decodeBrCode(patched.body.pixCopiaECola).amountCents).toBe(20000);
     const first = await pix.get(`/cob/${txid}?revisao=0`);
     expect(first.body).toMatchObject({ revisao: 0, valor: { original: '123.45' } });
+    const unchanged = await pix.patch(`/cob/${txid}`, {});
+    expect(unchanged.body.revisao).toBe(1);
     const none = await pix.get(`/cob/${txid}?revisao=7`);
     expect(none.status).toBe(400);
     expect(none.body.type).toBe(`${ERR}CobConsultaInvalida`);
@@ -261,6 +271,9 @@ describe.skipIf(!standard).each(BACKENDS)(`API Pix cob and loc on %s${standard ?
     const keys = (await (await fetch(`${s.url}/api/pix/jwks.json`)).json()) as { keys: Array<Record<string, string>> };
     const { kid } = JSON.parse(Buffer.from(header!, 'base64url').toString()) as { kid: string };
     const jwk = keys.keys.find((k) => k.kid === kid)!;
+    // The installation's key (every process signs with the one the set publishes).
+    const [stored] = await s.ctx.db.query<{ kid: string }>('SELECT kid FROM api_pix_signing_key');
+    expect(kid).toBe(stored!.kid);
     const ok = verify('sha256', Buffer.from(`${header}.${payload}`), createPublicKey({ key: jwk, format: 'jwk' }), Buffer.from(signature!, 'base64url'));
     expect(ok).toBe(true);
     const body = JSON.parse(Buffer.from(payload!, 'base64url').toString());

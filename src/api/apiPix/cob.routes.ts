@@ -8,7 +8,7 @@ import { parseFields } from '../../errors/fields.js';
 import { mount } from '../../http/routeSpec.js';
 import { pixCaller } from './bearer.js';
 import { cobApi, cobBody, cobGetQuery, cobListQuery, cobPatchBody, txidParam } from './cob.api.js';
-import { paginacao, parseListQuery } from './listQuery.js';
+import { jsonObjectBody, paginacao, parseListQuery } from './listQuery.js';
 import { cobView } from './views.js';
 import type { z } from 'zod';
 
@@ -65,18 +65,18 @@ export async function cobRoutes(app: FastifyInstance, ctx: AppContext) {
 
   mount(app, cobApi.put, async (req, reply) => {
     const { txid } = parseFields(txidParam, req.params);
-    const row = await createCob(ctx, owner(req), txid, inputOf(parseFields(cobBody, req.body)));
+    const row = await createCob(ctx, owner(req), txid, inputOf(parseFields(cobBody, jsonObjectBody(req.body))));
     return reply.code(201).send(await answer(row));
   });
 
   mount(app, cobApi.post, async (req, reply) => {
-    const row = await createCob(ctx, owner(req), undefined, inputOf(parseFields(cobBody, req.body)));
+    const row = await createCob(ctx, owner(req), undefined, inputOf(parseFields(cobBody, jsonObjectBody(req.body))));
     return reply.code(201).send(await answer(row));
   });
 
   mount(app, cobApi.patch, async (req) => {
     const txid = existingTxid(req.params);
-    const row = await reviseCob(ctx, owner(req), txid, patchOf(parseFields(cobPatchBody, req.body ?? {})));
+    const row = await reviseCob(ctx, owner(req), txid, patchOf(parseFields(cobPatchBody, jsonObjectBody(req.body))));
     return answer(row);
   });
 

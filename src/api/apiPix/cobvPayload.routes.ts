@@ -23,7 +23,7 @@ export const COBV_PAYLOAD_ROUTE = '/qr/v2/cobv/:pixUrlAccessToken';
  * last payable day; 404 CobPayloadNaoEncontrado: no ATIVA cobv at the location. `codMun` is read and
  * not used (pixgate knows national holidays only).
  */
-export async function cobvPayloadRoutes(app: FastifyInstance, ctx: AppContext, jws: () => JwsSigner) {
+export async function cobvPayloadRoutes(app: FastifyInstance, ctx: AppContext, jws: () => Promise<JwsSigner>) {
   app.get(
     COBV_PAYLOAD_ROUTE,
     { config: { errorShape: 'api_pix', pixProblems: { invalid: 'CobPayloadOperacaoInvalida', notFound: 'CobPayloadNaoEncontrado' } } },
@@ -62,7 +62,7 @@ export async function cobvPayloadRoutes(app: FastifyInstance, ctx: AppContext, j
         ...(r.solicitacaoPagador !== undefined ? { solicitacaoPagador: r.solicitacaoPagador } : {}),
         ...(r.infoAdicionais !== undefined ? { infoAdicionais: r.infoAdicionais } : {}),
       };
-      return reply.type('application/jose').header('cache-control', 'no-store').send(jws().sign(body, { typ: 'JOSE' }));
+      return reply.type('application/jose').header('cache-control', 'no-store').send((await jws()).sign(body, { typ: 'JOSE' }));
     },
   );
 }

@@ -57,3 +57,14 @@ export function paginacao(page: Page, total: number) {
     quantidadeTotalDeItens: total,
   };
 }
+
+/**
+ * A request body that is a JSON object (the parser gives objects without a prototype; a number
+ * too long for a double arrives as a JsonDecimal instance, which a schema of optional fields
+ * would take for an empty object), or a 400 on `body`.
+ */
+export function jsonObjectBody(raw: unknown): Record<string, unknown> {
+  const proto = raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? Object.getPrototypeOf(raw) : undefined;
+  if (proto !== null && proto !== Object.prototype) throw invalidFields({ body: ['deve ser um objeto JSON'] });
+  return raw as Record<string, unknown>;
+}

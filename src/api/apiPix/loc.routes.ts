@@ -5,7 +5,7 @@ import { DomainError } from '../../errors/catalog.js';
 import { parseFields } from '../../errors/fields.js';
 import { mount } from '../../http/routeSpec.js';
 import { pixCaller } from './bearer.js';
-import { paginacao, parseListQuery } from './listQuery.js';
+import { jsonObjectBody, paginacao, parseListQuery } from './listQuery.js';
 import { locApi, locBody, locIdParam, locListQuery } from './loc.api.js';
 import { locationView } from './views.js';
 
@@ -20,7 +20,7 @@ export async function locRoutes(app: FastifyInstance, ctx: AppContext) {
   const host = ctx.config.apiPixLocationHost;
 
   mount(app, locApi.create, async (req, reply) => {
-    const { tipoCob } = parseFields(locBody, req.body);
+    const { tipoCob } = parseFields(locBody, jsonObjectBody(req.body));
     const loc = await createLocation(ctx, pixCaller(req).accountId, tipoCob);
     return reply.code(201).header('location', locationUrl(host, loc.token, loc.tipo_cob)).send(locationView(host, loc, false));
   });

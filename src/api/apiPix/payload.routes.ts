@@ -4,7 +4,8 @@ import { cobOfLocationToken } from '../../apiPix/cobs.js';
 import type { AppContext } from '../../context.js';
 import { DomainError } from '../../errors/catalog.js';
 import { isoZ } from '../../lib/clock.js';
-import { rsaJwsSigner, type JwsSigner } from '../../lib/jws.js';
+import { installationSigner } from '../../apiPix/signingKey.js';
+import type { JwsSigner } from '../../lib/jws.js';
 import { cobvPayloadRoutes } from './cobvPayload.routes.js';
 
 /**
@@ -12,15 +13,18 @@ import { cobvPayloadRoutes } from './cobvPayload.routes.js';
  * pixgate's locations: `GET /qr/v2/<token>` answers the charge linked to the location as a JWS
  * (`application/jose`, RS256) whose payload is the standard's charge payload, and
  * `GET /api/pix/jwks.json` the key set that verifies it. A location that shows no ATIVA charge is
- * 404 CobPayloadNaoEncontrado. The signing key is made per process at first use (docs/api-pix.md,
- * "Deviations": production PSPs sign with a key bound to their certificate).
+ * 404 CobPayloadNaoEncontrado. The signing key is the installation's (src/apiPix/signingKey.ts;
+ * docs/api-pix.md, "Deviations": production PSPs sign with a key bound to their certificate).
  */
-let signer: JwsSigner | undefined;
-const jws = () => (signer ??= rsaJwsSigner());
-/** The one signer of this process's payloads (a cobv's too: src/api/apiPix/cobvPayload.routes.ts). */
-export const payloadSigner = jws;
-
 export function apiPixPayloadRoutes(ctx: AppContext) {
+  let signer: Promise<JwsSigner> | undefined;
+  const jws = () => {
+    signer ??= installationSigner(ctx.db).catch((err: unknown) => {
+      signer = undefined; // read again on the next request
+      throw err;
+    });
+    return signer;
+  };
   return async function payload(app: FastifyInstance) {
     app.get(
       '/qr/v2/:pixUrlAccessToken',
@@ -41,10 +45,11 @@ export function apiPixPayloadRoutes(ctx: AppContext) {
           ...(r.solicitacaoPagador !== undefined ? { solicitacaoPagador: r.solicitacaoPagador } : {}),
           ...(r.infoAdicionais !== undefined ? { infoAdicionais: r.infoAdicionais } : {}),
         };
-        return reply.type('application/jose').header('cache-control', 'no-store').send(jws().sign(body, { typ: 'JOSE' }));
+        return reply.type('application/jose').header('cache-control', 'no-store').send((await jws()).sign(body, { typ: 'JOSE' }));
       },
     );
+    // A cobv's payload read, signed by the same key (src/api/apiPix/cobvPayload.routes.ts).
     await cobvPayloadRoutes(app, ctx, jws);
-    app.get('/api/pix/jwks.json', async (_req, reply) => reply.header('cache-control', 'public, max-age=300').send(jws().jwks()));
+    app.get('/api/pix/jwks.json', async (_req, reply) => reply.header('cache-control', 'public, max-age=300').send((await jws()).jwks()));
   };
 }
