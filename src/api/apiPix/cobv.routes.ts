@@ -11,7 +11,7 @@ import { findMerchant } from '../../merchants/repository.js';
 import { pixCaller } from './bearer.js';
 import { cobvApi, cobvBody, cobvGetQuery, cobvListQuery, cobvPatchBody, txidParam } from './cobv.api.js';
 import { cobvView, type Receiver } from './cobvViews.js';
-import { paginacao, parseListQuery } from './listQuery.js';
+import { jsonObjectBody, paginacao, parseListQuery } from './listQuery.js';
 
 /** The standard's default validadeAposVencimento: 30 days. */
 const DEFAULT_DAYS_AFTER_DUE = 30;
@@ -65,14 +65,14 @@ export async function cobvRoutes(app: FastifyInstance, ctx: AppContext) {
   mount(app, cobvApi.put, async (req, reply) => {
     const { txid } = parseFields(txidParam, req.params);
     const o = owner(req);
-    const row = await putCobv(ctx, o, txid, commandOf(parseFields(cobvBody, req.body)));
+    const row = await putCobv(ctx, o, txid, commandOf(parseFields(cobvBody, jsonObjectBody(req.body))));
     return reply.code(201).send(cobvView(host, row, { ...row }, await receiver(o.merchantId)));
   });
 
   mount(app, cobvApi.patch, async (req) => {
     const txid = existingTxid(req.params);
     const o = owner(req);
-    const row = await reviseCobv(ctx, o, txid, patchOf(parseFields(cobvPatchBody, req.body ?? {})));
+    const row = await reviseCobv(ctx, o, txid, patchOf(parseFields(cobvPatchBody, jsonObjectBody(req.body))));
     return cobvView(host, row, { ...row }, await receiver(o.merchantId));
   });
 

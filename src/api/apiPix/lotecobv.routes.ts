@@ -11,7 +11,7 @@ import { mount } from '../../http/routeSpec.js';
 import { isoZ } from '../../lib/clock.js';
 import { pixCaller } from './bearer.js';
 import { commandOf, patchOf } from './cobv.routes.js';
-import { paginacao, parseListQuery } from './listQuery.js';
+import { jsonObjectBody, paginacao, parseListQuery } from './listQuery.js';
 import { loteApi, loteIdParam, loteListQuery, lotePatchBody, lotePutBody } from './lotecobv.api.js';
 
 /** A refused request of a batch, as the problem PUT/PATCH /cobv/{txid} would have answered. */
@@ -50,14 +50,14 @@ export async function loteCobvRoutes(app: FastifyInstance, ctx: AppContext) {
 
   mount(app, loteApi.put, async (req, reply) => {
     const { id } = parseFields(loteIdParam, req.params);
-    const body = parseFields(lotePutBody, req.body);
+    const body = parseFields(lotePutBody, jsonObjectBody(req.body));
     await putLote(ctx, owner(req), id, body.descricao, body.cobsv.map(({ txid, ...cobv }) => ({ txid, command: commandOf(cobv) })), problemOf);
     return reply.code(202).send();
   });
 
   mount(app, loteApi.patch, async (req, reply) => {
     const id = existingId(req.params);
-    const body = parseFields(lotePatchBody, req.body);
+    const body = parseFields(lotePatchBody, jsonObjectBody(req.body));
     const requests = body.cobsv.map(({ txid, ...cobv }) => ({ txid, command: patchOf(cobv) as CobvPatch }));
     await patchLote(ctx, owner(req), id, body.descricao, requests, problemOf);
     return reply.code(202).send();
