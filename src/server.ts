@@ -8,7 +8,7 @@ import { wakeLocal, type Database } from './db/db.js';
 import { limitConcurrency } from './db/limit.js';
 import { migrate } from './db/migrate.js';
 import { isLockTimeout } from './db/partitions.js';
-import { ensureEventPartitions } from './retention/partitions.js';
+import { ensurePartitions } from './retention/partitions.js';
 import { retentionWorker } from './retention/retention.js';
 import { checkPooledSettings, openDatabase, readReplicaOptions } from './db/open.js';
 import { openReadReplica } from './db/replica.js';
@@ -129,10 +129,11 @@ async function prepareStorage(
     await checkPooledSettings(db, config, own.log);
     const applied = await migrate(db);
     if (applied.length) own.log.info({ migrations: applied }, 'database migrated');
-    // The coming days' outbox partitions before the first request, not beside it: creating one
+    // The coming days' partitions (outbox, deliveries, attempts, nonces, rail inbox, idempotency
+    // answers) before the first request, not beside it: creating one
     // locks its parent table, and an insert that waits behind that lock on a loaded machine can
     // pass a short statement_timeout. Busy (another process is at it): the retention worker retries.
-    const partitions = await ensureEventPartitions(db).catch((err: unknown) => {
+    const partitions = await ensurePartitions(db).catch((err: unknown) => {
       if (!isLockTimeout(err)) throw err;
       return { created: [] as string[], skipped: [] as string[] };
     });

@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { dayStart, partitionName } from '../src/db/partitions.js';
+import { ensurePartitions } from '../src/retention/partitions.js';
 import { runRetention } from '../src/retention/retention.js';
 import { BACKENDS } from './helpers/db.js';
 import { startTestServer } from './helpers/server.js';
@@ -11,12 +13,13 @@ describe.each(BACKENDS)('retention on %s', (backend) => {
       const db = s.ctx.db;
       const old = new Date(Date.now() - 40 * 86_400_000);
       for (let i = 0; i < 10; i++) {
-        await db.query('INSERT INTO rail_inbox (notification_id, kind, processed_at) VALUES ($1, $2, $3)', [`n-old-${i}`, 'inbound.payment', old]);
+        // A day with no partition: the default partition's rows go by the row purge.
+        await db.query('INSERT INTO rail_inbox (notification_id, kind, processed_at, notified_day) VALUES ($1, $2, $3, $4)', [`n-old-${i}`, 'inbound.payment', old, dayStart(old)]);
         await db.query(`INSERT INTO outbox_events (event, subject, payload, created_at) VALUES ('webhook.test', $1, '{}', $2)`, [`s-old-${i}`, old]);
       }
       // Those are dispatched (fanned out: no longer waiting in outbox_pending); this one is not.
       expect(await db.query('DELETE FROM outbox_pending RETURNING id')).toHaveLength(10);
-      await db.query('INSERT INTO rail_inbox (notification_id, kind) VALUES ($1, $2)', ['n-new', 'inbound.payment']);
+      await db.query('INSERT INTO rail_inbox (notification_id, kind, notified_day) VALUES ($1, $2, $3)', ['n-new', 'inbound.payment', dayStart(new Date())]);
       await db.query(`INSERT INTO outbox_events (event, subject, payload, created_at) VALUES ('webhook.test', 's-undispatched', '{}', $1)`, [old]);
       const clock = { now: () => new Date() };
       const report = await runRetention({ db, clock, config: s.ctx.config });
@@ -36,9 +39,11 @@ describe.each(BACKENDS)('retention on %s', (backend) => {
       const hour = 3_600_000;
       const insert = (key: string, status: 'completed' | 'in_progress', expiresAt: Date) =>
         db.query(
-          `INSERT INTO idempotency_keys (merchant_id, method, path, key, request_hash, status, owner_token, locked_until, response_status, response_body, expires_at)
-           VALUES ($1, 'POST', '/pix/cash-out', $2, 'h', $3, gen_random_uuid(), now(), $4, $5, $6)`,
-          [merchantId, key, status, status === 'completed' ? 200 : null, status === 'completed' ? '{}' : null, expiresAt],
+          `WITH k AS (
+             INSERT INTO idempotency_keys (merchant_id, method, path, key, request_hash, status, owner_token, locked_until, response_status, expires_at)
+             VALUES ($1, 'POST', '/pix/cash-out', $2, 'h', $3, gen_random_uuid(), now(), $4, $5) RETURNING id, expires_at, status)
+           INSERT INTO idempotency_responses (key_id, expires_at, body) SELECT id, expires_at, '{}' FROM k WHERE status = 'completed'`,
+          [merchantId, key, status, status === 'completed' ? 200 : null, expiresAt],
         );
       for (let i = 0; i < 5; i++) await insert(`expired-${i}`, 'completed', new Date(Date.now() - 2 * hour));
       await insert('expired-but-claimed', 'in_progress', new Date(Date.now() - 2 * hour));
@@ -46,6 +51,63 @@ describe.each(BACKENDS)('retention on %s', (backend) => {
       const report = await runRetention({ db, clock: { now: () => new Date() }, config: s.ctx.config });
       expect(report.idempotency_keys).toBe(5);
       expect((await db.query<{ key: string }>('SELECT key FROM idempotency_keys ORDER BY key')).map((r) => r.key)).toEqual(['expired-but-claimed', 'live']);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('drops whole days of idempotency answers, nonces and rail inbox ids past their windows; keeps the days still in them', async () => {
+    const s = await startTestServer({ backend, workers: false });
+    try {
+      const db = s.ctx.db;
+      const day = 86_400_000;
+      const now = new Date();
+      const today = dayStart(now);
+      const merchantId = (await db.query<{ id: number }>(`INSERT INTO merchants (name, document) VALUES ('Retention', '11444777000161') RETURNING id`))[0]!.id;
+      // Partitions of days past every window (10 days ago: rail inbox 7 days; answers: their keys
+      // expired; nonces: the day can no longer be signed) and of yesterday (a nonce day still in
+      // its grace while the clock is within an hour of midnight, otherwise past it).
+      const old = new Date(today.getTime() - 10 * day);
+      await ensurePartitions(db, old);
+      const answer = (key: string, expiresAt: Date) =>
+        db.query(
+          `WITH k AS (
+             INSERT INTO idempotency_keys (merchant_id, method, path, key, request_hash, status, owner_token, locked_until, response_status, expires_at)
+             VALUES ($1, 'POST', '/pix/cash-out', $2, 'h', 'completed', gen_random_uuid(), now(), 200, $3) RETURNING id, expires_at)
+           INSERT INTO idempotency_responses (key_id, expires_at, body) SELECT id, expires_at, '{"kept":"bytes"}' FROM k`,
+          [merchantId, key, expiresAt],
+        );
+      await answer('old', new Date(old.getTime() + 3_600_000));
+      await answer('live', new Date(now.getTime() + 20 * 3_600_000));
+      const nonce = (n: string, signedAt: Date) =>
+        db.query(`INSERT INTO request_nonces (client_id, nonce, fingerprint, expires_at, signed_day) VALUES ('cli', $1, 'f', $2, $3)`, [n, new Date(signedAt.getTime() + 600_000), dayStart(signedAt)]);
+      await nonce('nonce-of-an-old-day-1', new Date(old.getTime() + 3_600_000));
+      await nonce('nonce-of-today-000001', now);
+      const inbox = (id: string, at: Date) => db.query('INSERT INTO rail_inbox (notification_id, kind, processed_at, notified_day) VALUES ($1, $2, $3, $4)', [id, 'inbound.payment', at, dayStart(at)]);
+      await inbox('n-old', new Date(old.getTime() + 3_600_000));
+      await inbox('n-today', now);
+      const where = async (table: string) => (await db.query<{ t: string }>(`SELECT tableoid::regclass::text AS t FROM ${table}`)).map((r) => r.t).sort();
+      expect(await where('rail_inbox')).toEqual([partitionName('rail_inbox', old), partitionName('rail_inbox', today)].sort());
+
+      const report = await runRetention({ db, clock: { now: () => now }, config: s.ctx.config });
+      const label = old.toISOString().slice(0, 10);
+      expect(report.idempotency_days_dropped).toContain(label);
+      expect(report.nonce_days_dropped).toContain(label);
+      expect(report.rail_inbox_days_dropped).toContain(label);
+      for (const days of [report.idempotency_days_dropped, report.nonce_days_dropped, report.rail_inbox_days_dropped]) {
+        expect(days).not.toContain(today.toISOString().slice(0, 10));
+      }
+      // Whole partitions went, no row was deleted from a kept day.
+      expect(report).toMatchObject({ rail_inbox: 0, nonces: 0, idempotency_responses: 0 });
+      for (const table of ['idempotency_responses', 'request_nonces', 'rail_inbox']) {
+        const [r] = await db.query<{ ok: boolean }>('SELECT to_regclass($1) IS NOT NULL AS ok', [partitionName(table, old)]);
+        expect(r!.ok, table).toBe(false);
+      }
+      expect(await where('rail_inbox')).toEqual([partitionName('rail_inbox', today)]);
+      expect((await db.query<{ nonce: string }>('SELECT nonce FROM request_nonces')).map((r) => r.nonce)).toEqual(['nonce-of-today-000001']);
+      // The expired key row is deleted (its answer went with its day); the live key still replays its bytes.
+      expect((await db.query<{ key: string }>('SELECT key FROM idempotency_keys ORDER BY key')).map((r) => r.key)).toEqual(['live']);
+      expect(await db.query('SELECT body FROM idempotency_responses')).toEqual([{ body: '{"kept":"bytes"}' }]);
     } finally {
       await s.close();
     }

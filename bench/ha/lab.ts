@@ -3,7 +3,7 @@
  * under Patroni (synchronous_mode_strict), HAProxy (primary by Patroni's health endpoint, Redis
  * master by role, app nodes by /readyz), pgbouncer in transaction mode, a Redis master and replica
  * watched by three Sentinels, and pixgate processes — all from Debian packages, on 127.0.0.1 with
- * free ports, in one temporary folder, rendered from the templates in deploy/. Nothing here touches
+ * ports of one reserved block (./ports.ts), in one temporary folder, rendered from the templates in deploy/. Nothing here touches
  * the machine's PostgreSQL (5432) or Redis (6379).
  */
 import { spawnSync } from 'node:child_process';
@@ -13,8 +13,9 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { packageRoot } from '../../src/lib/paths.js';
-import { PixgateServer, freePort, postgresBin, sleep } from '../chaos/infra.js';
+import { PixgateServer, postgresBin, sleep } from '../chaos/infra.js';
 import { Daemon, giveToPostgres, render, waitFor } from './host.js';
+import { PortBlock } from './ports.js';
 
 export { ensurePrerequisites, pixgateSupports, waitFor } from './host.js';
 
@@ -85,9 +86,16 @@ export class Lab {
     return `http://127.0.0.1:${this.ports.haproxyApp}`;
   }
 
+  /** Every port of the lab, from one block below the ephemeral range (./ports.ts: no free-port race). */
+  private block: PortBlock | undefined;
+  private async freePort(): Promise<number> {
+    this.block ??= await PortBlock.reserve();
+    return this.block.take();
+  }
+
   async start(receiverPort: number): Promise<void> {
     const log = this.o.log;
-    for (const k of ['etcdClient', 'etcdPeer', 'haproxyPg', 'haproxyRedis', 'haproxyApp', 'pgbouncer']) this.ports[k] = await freePort();
+    for (const k of ['etcdClient', 'etcdPeer', 'haproxyPg', 'haproxyRedis', 'haproxyApp', 'pgbouncer']) this.ports[k] = await this.freePort();
     // etcd (one member in the lab; three in production).
     this.etcd = this.daemon('etcd', 'etcd', [
       '--name', 'lab', '--data-dir', join(this.dir, 'etcd'),
@@ -104,7 +112,7 @@ export class Lab {
       const nodeDir = join(this.dir, name);
       mkdirSync(nodeDir);
       giveToPostgres(nodeDir);
-      const node = { name, pgPort: await freePort(), restPort: await freePort(), dataDir: join(nodeDir, 'data') } as PatroniNode;
+      const node = { name, pgPort: await this.freePort(), restPort: await this.freePort(), dataDir: join(nodeDir, 'data') } as PatroniNode;
       const config = join(nodeDir, 'patroni.yml');
       writeFileSync(config, render('patroni.yml', { SCOPE: `lab-${process.pid}`, NAME: name, REST_PORT: node.restPort, PG_PORT: node.pgPort, ETCD_HOSTS: `127.0.0.1:${this.ports.etcdClient}`, DATA_DIR: node.dataDir, PG_BIN: postgresBin()!, DIR: nodeDir, MAX_CONNECTIONS: 150, SHARED_BUFFERS: '64MB' }));
       giveToPostgres(config);
@@ -117,14 +125,14 @@ export class Lab {
 
     // Redis master and replica, three Sentinels.
     for (let i = 0; i < 2; i++) {
-      const port = await freePort();
+      const port = await this.freePort();
       const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir, ...(i > 0 ? ['--replicaof', '127.0.0.1', String(this.redis[0]!.port)] : [])];
       const daemon = this.daemon(`redis${i + 1}`, 'redis-server', args);
       daemon.start();
       this.redis.push({ port, daemon });
     }
     for (let i = 0; i < 3; i++) {
-      const port = await freePort();
+      const port = await this.freePort();
       const sdir = join(this.dir, `sentinel${i + 1}`);
       mkdirSync(sdir);
       const conf = join(sdir, 'sentinel.conf');
@@ -136,7 +144,7 @@ export class Lab {
 
     // HAProxy: the stable addresses of the primary, the Redis master and the app nodes.
     const appPorts: number[] = [];
-    for (let i = 0; i < this.o.appNodes; i++) appPorts.push(await freePort());
+    for (let i = 0; i < this.o.appNodes; i++) appPorts.push(await this.freePort());
     writeFileSync(
       join(this.dir, 'haproxy.cfg'),
       render('haproxy.cfg', {
@@ -393,6 +401,7 @@ export class Lab {
       spawnSync('sleep', ['0.3']);
     }
     if (!keep) rmSync(this.dir, { recursive: true, force: true });
+    this.block?.release();
   }
 
   /** Everything stopped and the folder removed (unless kept). */
@@ -416,6 +425,7 @@ export class Lab {
       await sleep(500);
     }
     if (!keep) rmSync(this.dir, { recursive: true, force: true });
+    this.block?.release();
   }
 }
 

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { RELAXED_COMMIT, type Database } from '../db/db.js';
 import { Batcher, type BatchObserver, type BatchOutcome } from '../lib/batcher.js';
+import { dayStart } from '../db/partitions.js';
 import type { Clock } from '../lib/clock.js';
 import { RedisFixedWindow, type FixedWindowCounter, type WindowHit } from '../ratelimit/fixedWindow.js';
 
@@ -17,7 +18,8 @@ import { RedisFixedWindow, type FixedWindowCounter, type WindowHit } from '../ra
 export type NonceClaim = 'claimed' | 'repeat' | 'conflict';
 
 export interface NonceStore {
-  claim(scope: string, nonce: string, fingerprint: string, ttlSeconds: number): Promise<NonceClaim>;
+  /** `signedAt`: the request's signed X-Request-Timestamp (the durable record's partition day). */
+  claim(scope: string, nonce: string, fingerprint: string, ttlSeconds: number, signedAt: Date): Promise<NonceClaim>;
 }
 
 export class NonceStoreUnavailableError extends Error {
@@ -29,6 +31,8 @@ interface NonceRecord {
   nonce: string;
   fingerprint: string;
   expiresAt: Date;
+  /** Midnight UTC of the signed timestamp's day. */
+  signedDay: Date;
 }
 
 /** Nonces recorded by one statement, and such statements at once (as the idempotency claims). */
@@ -70,14 +74,18 @@ export class DurableNonces {
    * the database holds: 'claimed' (recorded now, or over an expired record), 'repeat' (recorded
    * before with this fingerprint) or 'conflict' (with another; `fingerprint` then names it).
    */
-  async claim(scope: string, nonce: string, fingerprint: string, ttlSeconds: number): Promise<{ claim: NonceClaim; fingerprint: string }> {
+  async claim(scope: string, nonce: string, fingerprint: string, ttlSeconds: number, signedAt: Date): Promise<{ claim: NonceClaim; fingerprint: string }> {
     const now = this.clock.now();
-    const stored = await this.records.submit({ scope, nonce, fingerprint, expiresAt: new Date(now.getTime() + ttlSeconds * 1000) });
+    const stored = await this.records.submit({ scope, nonce, fingerprint, expiresAt: new Date(now.getTime() + ttlSeconds * 1000), signedDay: dayStart(signedAt) });
     if (stored === NEW) return { claim: 'claimed', fingerprint };
     return { claim: stored === fingerprint ? 'repeat' : 'conflict', fingerprint: stored };
   }
 
   /**
+   * The table is partitioned by the day of the signed timestamp (migration 0910) and a record's key
+   * is (client, nonce, that day): a replay carries the same signed timestamp, so it meets the
+   * first claim in the same partition, whatever day the server's clock has reached since.
+   *
    * One INSERT for a batch: rows in key order (two batches never deadlock), a key twice in the
    * batch goes to the item that came first, and an expired record is taken over. Its commit does
    * not wait for the disk (RELAXED_COMMIT): the record is visible to every connection at once,
@@ -90,43 +98,45 @@ export class DurableNonces {
    */
   private async record(items: readonly NonceRecord[]): Promise<BatchOutcome<string>[]> {
     const now = this.clock.now();
-    const inserted = await this.db.query<{ client_id: string; nonce: string; fingerprint: string }>(
+    const inserted = await this.db.query<{ client_id: string; nonce: string; fingerprint: string; signed_day: Date }>(
       `WITH ${RELAXED_COMMIT}, x AS (
-         SELECT DISTINCT ON (client_id, nonce) client_id, nonce, fingerprint, expires_at
-           FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) WITH ORDINALITY AS x(client_id, nonce, fingerprint, expires_at, n)
-          ORDER BY client_id, nonce, n
+         SELECT DISTINCT ON (client_id, nonce, signed_day) client_id, nonce, fingerprint, expires_at, signed_day
+           FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $6::timestamptz[])
+                WITH ORDINALITY AS x(client_id, nonce, fingerprint, expires_at, signed_day, n)
+          ORDER BY client_id, nonce, signed_day, n
        )
-       INSERT INTO request_nonces AS r (client_id, nonce, fingerprint, expires_at)
-       SELECT client_id, nonce, fingerprint, expires_at FROM x CROSS JOIN relaxed_commit ORDER BY client_id, nonce
-       ON CONFLICT (client_id, nonce) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, expires_at = EXCLUDED.expires_at
+       INSERT INTO request_nonces AS r (client_id, nonce, fingerprint, expires_at, signed_day)
+       SELECT client_id, nonce, fingerprint, expires_at, signed_day FROM x CROSS JOIN relaxed_commit ORDER BY client_id, nonce, signed_day
+       ON CONFLICT (client_id, nonce, signed_day) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, expires_at = EXCLUDED.expires_at
         WHERE r.expires_at <= $5
-       RETURNING r.client_id, r.nonce, r.fingerprint`,
-      [items.map((i) => i.scope), items.map((i) => i.nonce), items.map((i) => i.fingerprint), items.map((i) => i.expiresAt), now],
+       RETURNING r.client_id, r.nonce, r.fingerprint, r.signed_day`,
+      [items.map((i) => i.scope), items.map((i) => i.nonce), items.map((i) => i.fingerprint), items.map((i) => i.expiresAt), now, items.map((i) => i.signedDay)],
     );
-    const key = (scope: string, nonce: string) => `${scope}\n${nonce}`;
+    const key = (scope: string, nonce: string, day: Date) => `${scope}\n${nonce}\n${day.getTime()}`;
+    const keyOf = (i: NonceRecord) => key(i.scope, i.nonce, i.signedDay);
     const firstOfKey = new Map<string, NonceRecord>();
-    for (const i of items) if (!firstOfKey.has(key(i.scope, i.nonce))) firstOfKey.set(key(i.scope, i.nonce), i);
+    for (const i of items) if (!firstOfKey.has(keyOf(i))) firstOfKey.set(keyOf(i), i);
     // The item that recorded a key gets NEW; every other item of that key (later in the batch, or
     // whose key was recorded before) gets the fingerprint stored.
     const stored = new Map<string, string>();
     const winners = new Set<NonceRecord>();
     for (const row of inserted) {
-      const k = key(row.client_id, row.nonce);
+      const k = key(row.client_id, row.nonce, new Date(row.signed_day));
       stored.set(k, row.fingerprint);
       winners.add(firstOfKey.get(k)!);
     }
-    const missing = items.filter((i) => !stored.has(key(i.scope, i.nonce)));
+    const missing = items.filter((i) => !stored.has(keyOf(i)));
     if (missing.length > 0) {
-      const rows = await this.db.query<{ client_id: string; nonce: string; fingerprint: string }>(
-        `SELECT r.client_id, r.nonce, r.fingerprint FROM request_nonces r
-           JOIN unnest($1::text[], $2::text[]) AS x(client_id, nonce) USING (client_id, nonce)`,
-        [missing.map((i) => i.scope), missing.map((i) => i.nonce)],
+      const rows = await this.db.query<{ client_id: string; nonce: string; fingerprint: string; signed_day: Date }>(
+        `SELECT r.client_id, r.nonce, r.fingerprint, r.signed_day FROM request_nonces r
+           JOIN unnest($1::text[], $2::text[], $3::timestamptz[]) AS x(client_id, nonce, signed_day) USING (client_id, nonce, signed_day)`,
+        [missing.map((i) => i.scope), missing.map((i) => i.nonce), missing.map((i) => i.signedDay)],
       );
-      for (const row of rows) stored.set(key(row.client_id, row.nonce), row.fingerprint);
+      for (const row of rows) stored.set(key(row.client_id, row.nonce, new Date(row.signed_day)), row.fingerprint);
     }
     return items.map((i) => {
       if (winners.has(i)) return { ok: true, value: NEW };
-      const fingerprint = stored.get(key(i.scope, i.nonce));
+      const fingerprint = stored.get(keyOf(i));
       // Gone between the two statements (purged as expired): the request may try again.
       if (fingerprint === undefined) return { ok: false, error: new Error('nonce record vanished between insert and read') };
       return { ok: true, value: fingerprint };
@@ -150,12 +160,13 @@ async function confirmDurably(
   nonce: string,
   fingerprint: string,
   ttlSeconds: number,
+  signedAt: Date,
   repair: (stored: string) => Promise<unknown>,
 ): Promise<NonceClaim> {
   if (!durable || fast === 'conflict') return fast;
   let result;
   try {
-    result = await durable.claim(scope, nonce, fingerprint, ttlSeconds);
+    result = await durable.claim(scope, nonce, fingerprint, ttlSeconds, signedAt);
   } catch (err) {
     throw new NonceStoreUnavailableError(`nonce store unavailable: ${(err as Error).message}`);
   }
@@ -178,9 +189,9 @@ export class MemoryNonceStore implements NonceStore {
     private readonly durable?: DurableNonces,
   ) {}
 
-  async claim(scope: string, nonce: string, fingerprint: string, ttlSeconds: number): Promise<NonceClaim> {
+  async claim(scope: string, nonce: string, fingerprint: string, ttlSeconds: number, signedAt: Date): Promise<NonceClaim> {
     const fast = this.claimInMemory(scope, nonce, fingerprint, ttlSeconds);
-    return confirmDurably(this.durable, fast, scope, nonce, fingerprint, ttlSeconds, async (stored) =>
+    return confirmDurably(this.durable, fast, scope, nonce, fingerprint, ttlSeconds, signedAt, async (stored) =>
       this.entries.set(`${scope}\n${nonce}`, { fingerprint: stored, expiresAt: this.clock.now().getTime() + ttlSeconds * 1000 }),
     );
   }
@@ -251,19 +262,19 @@ export class RedisNonceStore implements NonceStore {
     this.scripted = redis as NonceRedis;
   }
 
-  async claim(scope: string, nonce: string, fingerprint: string, ttlSeconds: number): Promise<NonceClaim> {
+  async claim(scope: string, nonce: string, fingerprint: string, ttlSeconds: number, signedAt: Date): Promise<NonceClaim> {
     let fast: NonceClaim;
     try {
       fast = asClaim(await this.scripted.pixgateNonceClaim(`nonce:${scope}:${nonce}`, fingerprint, String(ttlSeconds)));
     } catch (err) {
       throw new NonceStoreUnavailableError(`nonce store unavailable: ${(err as Error).message}`);
     }
-    return this.confirm(fast, scope, nonce, fingerprint, ttlSeconds);
+    return this.confirm(fast, scope, nonce, fingerprint, ttlSeconds, signedAt);
   }
 
   /** The durable record of a nonce Redis let through; a fingerprint Redis had forgotten is put back. */
-  private confirm(fast: NonceClaim, scope: string, nonce: string, fingerprint: string, ttlSeconds: number): Promise<NonceClaim> {
-    return confirmDurably(this.durable, fast, scope, nonce, fingerprint, ttlSeconds, (stored) =>
+  private confirm(fast: NonceClaim, scope: string, nonce: string, fingerprint: string, ttlSeconds: number, signedAt: Date): Promise<NonceClaim> {
+    return confirmDurably(this.durable, fast, scope, nonce, fingerprint, ttlSeconds, signedAt, (stored) =>
       this.redis.set(`nonce:${scope}:${nonce}`, stored, 'EX', ttlSeconds),
     );
   }
@@ -279,6 +290,7 @@ export class RedisNonceStore implements NonceStore {
     nonce: string,
     fingerprint: string,
     ttlSeconds: number,
+    signedAt: Date,
     counter: RedisFixedWindow,
     window: { key: string; limit: number; windowSeconds: number },
   ): Promise<{ claim: NonceClaim; hit: WindowHit | undefined }> {
@@ -298,7 +310,7 @@ export class RedisNonceStore implements NonceStore {
     } catch (err) {
       throw new NonceStoreUnavailableError(`nonce store unavailable: ${(err as Error).message}`);
     }
-    return { claim: await this.confirm(fast, scope, nonce, fingerprint, ttlSeconds), hit };
+    return { claim: await this.confirm(fast, scope, nonce, fingerprint, ttlSeconds, signedAt), hit };
   }
 }
 

@@ -107,8 +107,10 @@ export class IdempotencyClaim {
    */
   async record(tx: Sql, statusCode: number, body: string): Promise<void> {
     const rows = await tx.query(
-      `UPDATE idempotency_keys SET status = 'completed', response_status = $3, response_body = $4
-        WHERE id = $1 AND owner_token = $2 AND status = 'in_progress' RETURNING id`,
+      `WITH done AS (
+         UPDATE idempotency_keys SET status = 'completed', response_status = $3
+          WHERE id = $1 AND owner_token = $2 AND status = 'in_progress' RETURNING id, expires_at)
+       ${INSERT_ANSWER} SELECT id, expires_at, $4 FROM done ${ON_ANSWER_CONFLICT} RETURNING key_id`,
       [this.id, this.token, statusCode, body],
     );
     if (rows.length === 0) throw new IdempotencyLostError('the idempotency claim was lost');
@@ -159,6 +161,15 @@ interface Completion {
   claim: IdempotencyClaim;
   answer: StoredAnswer;
 }
+
+/**
+ * The answers are kept apart from the keys (migration 0910): in idempotency_responses, partitioned
+ * by day over the expiry of their key, so retention drops whole days of answer bodies while the
+ * small key rows keep their unique scope and lease. An answer is written in the statement that
+ * completes its key; the conflict clause is a guard only (a key completes once).
+ */
+export const INSERT_ANSWER = 'INSERT INTO idempotency_responses (key_id, expires_at, body)';
+export const ON_ANSWER_CONFLICT = 'ON CONFLICT (key_id, expires_at) DO UPDATE SET body = EXCLUDED.body';
 
 /** Claims inserted, or answers stored, by one statement; and such statements at once. */
 const CLAIM_BATCH = 200;
@@ -217,9 +228,11 @@ export class IdempotencyStore {
   /** One statement for many answers (each only while its claim is held: id, token, in progress). */
   private async storeAnswers(items: readonly Completion[]): Promise<BatchOutcome<void>[]> {
     await this.db.query(
-      `UPDATE idempotency_keys k SET status = 'completed', response_status = x.status, response_body = x.body
-         FROM unnest($1::bigint[], $2::uuid[], $3::int[], $4::text[]) AS x(id, token, status, body)
-        WHERE k.id = x.id AND k.owner_token = x.token AND k.status = 'in_progress'`,
+      `WITH done AS (
+         UPDATE idempotency_keys k SET status = 'completed', response_status = x.status
+           FROM unnest($1::bigint[], $2::uuid[], $3::int[], $4::text[]) AS x(id, token, status, body)
+          WHERE k.id = x.id AND k.owner_token = x.token AND k.status = 'in_progress' RETURNING k.id, k.expires_at, x.body)
+       ${INSERT_ANSWER} SELECT id, expires_at, body FROM done ORDER BY id ${ON_ANSWER_CONFLICT}`,
       [items.map((i) => i.claim.id), items.map((i) => i.claim.token), items.map((i) => i.answer.statusCode), items.map((i) => i.answer.body)],
     );
     return items.map(() => ({ ok: true, value: undefined }));
@@ -273,8 +286,9 @@ export class IdempotencyStore {
     if (inserted !== null) return { kind: 'claimed', claim: this.newClaim(scope, inserted, token) };
 
     const [row] = await this.db.query<Row>(
-      `SELECT id, request_hash, status, owner_token, locked_until, response_status, response_body, resource_id, expires_at
-         FROM idempotency_keys WHERE merchant_id = $1 AND method = $2 AND path = $3 AND key = $4`,
+      `SELECT k.id, k.request_hash, k.status, k.owner_token, k.locked_until, k.response_status, r.body AS response_body, k.resource_id, k.expires_at
+         FROM idempotency_keys k LEFT JOIN idempotency_responses r ON r.key_id = k.id AND r.expires_at = k.expires_at
+        WHERE k.merchant_id = $1 AND k.method = $2 AND k.path = $3 AND k.key = $4`,
       [scope.merchantId, scope.method, scope.path, scope.key],
     );
     if (!row) return 'wait'; // released between the two statements: try again
@@ -284,7 +298,11 @@ export class IdempotencyStore {
       return 'wait';
     }
     if (row.request_hash !== hash) return { kind: 'mismatch' };
-    if (row.status === 'completed') return { kind: 'replay', answer: { statusCode: row.response_status!, body: row.response_body! } };
+    if (row.status === 'completed') {
+      // An answer's partition goes only once every key of its day has expired (checked above).
+      if (row.response_body === null) throw new Error(`idempotency record ${row.id} is completed but its answer is missing`);
+      return { kind: 'replay', answer: { statusCode: row.response_status!, body: row.response_body } };
+    }
     // The request that held it never answered (crashed): take the key over with a new token. A
     // lease ending more than one whole lease later than one taken now was written before the wall
     // clock stepped back: it is over too (the holder, if alive, loses the key: its writes check
@@ -361,16 +379,6 @@ export class IdempotencyStore {
     }
   }
 
-  /** Deletes records past their 24-hour window; returns how many. */
-  async purgeExpired(limit = 1000): Promise<number> {
-    const rows = await this.db.query(
-      `DELETE FROM idempotency_keys WHERE id IN (
-         SELECT id FROM idempotency_keys WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2
-       ) RETURNING id`,
-      [this.clock.now(), limit],
-    );
-    return rows.length;
-  }
 }
 
 /**

@@ -103,7 +103,7 @@ export async function onPaymentsSettled(sql: Sql, ctx: TxDeps, notifications: re
       confirmed: outboxBody('pix.payout.confirmed', { ...payoutBody(row), settled_at: n.settledAt.toISOString() }),
     });
   }
-  const fresh = await repo.settleCashOuts(sql, unique.map((n) => n.id), items, ctx.clock.now());
+  const fresh = await repo.settleCashOuts(sql, unique, items, ctx.clock.now());
   for (const n of unique) {
     if (fresh.has(n.id) && !byEndToEndId.has(n.endToEndId)) ctx.log.warn({ end_to_end_id: n.endToEndId }, 'rail notification for an unknown payout ignored');
   }

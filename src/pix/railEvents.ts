@@ -55,7 +55,7 @@ function refusalOf(err: unknown, n: CreditNotification): { refusal: Refusal; acc
 /** One notification (not a settlement) applied in the caller's transaction with its id in rail_inbox. */
 async function apply(tx: Sql, ctx: PixDeps, n: Exclude<RailNotification, { kind: 'payment.settled' }>): Promise<{ medRefund: OwnedTransaction | null; answer: NotificationAnswer }> {
   const done = { medRefund: null, answer: undefined };
-  if (!(await recordNotification(tx, n.id, n.kind))) {
+  if (!(await recordNotification(tx, n.id, n.kind, n.at))) {
     // Handled before: a refused credit is answered as it was the first time.
     const refusal = isCredit(n) ? await findRefusal(tx, n.id) : undefined;
     return refusal ? { medRefund: null, answer: { refused: refusal } } : done;

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Sql } from '../db/db.js';
 import type { RailNotification, Refusal } from '../rail/rail.js';
+import { recordNotification } from './store/railInbox.js';
 
 /**
  * Money the rail brings that this institution refuses, as the receiving side, instead of crediting
@@ -68,8 +69,7 @@ export async function findRefusalByEndToEndId(sql: Sql, endToEndId: string): Pro
  * delivery) — what that handling answered.
  */
 export async function recordRefusal(tx: Sql, log: Logger, n: CreditNotification, refusal: Refusal, accountId: number | null): Promise<Refusal | undefined> {
-  const fresh = await tx.query('INSERT INTO rail_inbox (notification_id, kind) VALUES ($1, $2) ON CONFLICT (notification_id) DO NOTHING RETURNING notification_id', [n.id, n.kind]);
-  if (fresh.length === 0) return findRefusal(tx, n.id);
+  if (!(await recordNotification(tx, n.id, n.kind, n.at))) return findRefusal(tx, n.id);
   const endToEndId = n.kind === 'inbound.payment' ? n.endToEndId : n.returnEndToEndId;
   await tx.query(
     `INSERT INTO rail_refusals (notification_id, kind, end_to_end_id, account_id, amount, reason_code, reason)

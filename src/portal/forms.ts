@@ -34,6 +34,8 @@ export interface FormOutcome {
   kind: 'ok' | 'error';
   text: string;
   redirect: string;
+  /** A refusal's field errors (field name → messages), shown next to the fields. */
+  fields?: Record<string, string[]>;
 }
 
 /**

@@ -31,22 +31,6 @@ export function html(strings: TemplateStringsArray, ...values: Value[]): Html {
   return new Html(out);
 }
 
-/** Base units (cents × 100) as `R$ 1.234,56` (rounded down to the cent). */
-export function brl(baseUnits: number | null | undefined): string {
-  if (baseUnits === null || baseUnits === undefined) return '';
-  const cents = Math.trunc(baseUnits / 100);
-  const negative = cents < 0;
-  const abs = Math.abs(cents);
-  const whole = String(Math.trunc(abs / 100)).replace(/\B(?=(\d{3})+(?!\d))/g, '.');
-  return `${negative ? '−' : ''}R$ ${whole},${String(abs % 100).padStart(2, '0')}`;
-}
-
-/** An ISO date as `2026-11-23 09:15 UTC`. */
-export function when(iso: string | null | undefined): string {
-  if (!iso) return '';
-  return `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
-}
-
 /** Reais typed in a form (`12,34`, `12.34`, `1.234,56`, `12`) as integer cents, or null. */
 export function parseReais(text: string | undefined): number | null {
   if (text === undefined) return null;
@@ -81,7 +65,7 @@ th,td{text-align:left;padding:.45rem .5rem;border-bottom:1px solid var(--line);v
 th{font-size:.85rem;color:var(--muted);font-weight:600}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .scroll{overflow-x:auto;border:1px solid var(--line);border-radius:8px}
-form.stack{display:grid;gap:.7rem;max-width:520px}
+form.stack{display:grid;gap:.7rem;max-width:520px;align-content:start}
 form.inline{display:flex;flex-wrap:wrap;gap:.5rem;align-items:end}
 label{display:grid;gap:.2rem;font-weight:600;font-size:.92rem}
 label.check{display:flex;gap:.4rem;align-items:center;font-weight:400}
@@ -95,10 +79,24 @@ button.secondary{background:#fff;color:var(--accent)}button.danger{background:#f
 .badge.settled,.badge.completed,.badge.delivered,.badge.paid{background:#e6f4ea;border-color:#8fd19e}
 .badge.failed,.badge.rejected{background:#fdecea;border-color:#f5a097}
 .badge.pending,.badge.processing{background:#fff8c5;border-color:#e6cf5c}
-fieldset{border:1px solid var(--line);border-radius:6px}legend{font-weight:600}
-.events{columns:2 220px}
+fieldset{border:1px solid var(--line);border-radius:6px;min-width:0;margin:0;padding:.5rem .7rem}legend{font-weight:600}
+.field-error{color:var(--err);font-weight:400;font-size:.88rem}[aria-invalid=true]{border-color:var(--err);border-width:2px}.hint{font-weight:400}
+.events{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,17rem),1fr));gap:.1rem .8rem}
+label.check{overflow-wrap:anywhere;min-width:0}label.check input{flex:none}
+.events-list{overflow-wrap:anywhere;font-size:.88rem}
 img.qr{width:240px;height:240px;image-rendering:pixelated;border:1px solid var(--line)}
 pre{white-space:pre-wrap;word-break:break-all;background:#f6f8fa;padding:.5rem;border-radius:6px;font-size:.85rem;max-height:16rem;overflow:auto}
 .login{max-width:420px;margin:8vh auto}
-@media (max-width:600px){main{padding:.6rem}.hide-sm{display:none}h1{font-size:1.2rem}}
+.lang{display:flex;gap:.6rem}.lang a{color:#c9d1d9;font-size:.9rem}.lang a[aria-current]{color:#fff;font-weight:650;text-decoration:none}
+footer{max-width:1100px;margin:0 auto;padding:.5rem 1rem 1.5rem;font-size:.85rem}footer form.zone{display:flex;flex-wrap:wrap;gap:.4rem;align-items:center}footer form.zone label{display:flex;flex-wrap:wrap;gap:.4rem;align-items:center;font-weight:400}footer select,footer button{font-size:.85rem;padding:.2rem .4rem}
+table.fields th{width:12rem}table.fields td{overflow-wrap:anywhere}.actions{display:flex;flex-wrap:wrap;gap:.6rem;align-items:center}.prose{white-space:pre-wrap;overflow-wrap:anywhere}
+td.party{overflow-wrap:anywhere}.show-sm{display:none}
+.receipt{max-width:760px}.receipt-amount{font-size:2rem;font-weight:700;margin:.2rem 0}
+.receipt-parties{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,16rem),1fr));gap:1rem}
+.receipt dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem .8rem;margin:.4rem 0}.receipt dt{color:var(--muted);font-size:.9rem}.receipt dd{margin:0;overflow-wrap:anywhere}
+.receipt .code{font-size:1.05rem;font-weight:700;letter-spacing:.05em}.party-box h2{margin:.6rem 0 .2rem}.verify-at{overflow-wrap:anywhere}
+table.timeline td.when{white-space:nowrap}table.timeline td.detail{overflow-wrap:anywhere}ul.postings{margin:.2rem 0;padding-left:1.1rem}ul.postings .num{font-variant-numeric:tabular-nums}
+tr.attempt-detail td{border-bottom:1px solid var(--line);padding-top:0}h3{font-size:1rem;margin:.6rem 0 .3rem}
+@media (max-width:600px){main{padding:.6rem}.hide-sm{display:none}.show-sm{display:block;font-size:.85rem;margin-top:.2rem}h1{font-size:1.2rem}th,td{padding:.4rem .3rem}table.fields th{width:auto}.receipt dl{grid-template-columns:1fr}table.timeline td.when{white-space:normal}}
+@media print{header,nav,footer,.no-print,.skip{display:none!important}body{background:#fff}main{max-width:none;padding:0}.card{border:0;padding:0}.receipt{max-width:none}}
 `;

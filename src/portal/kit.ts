@@ -6,10 +6,13 @@ import { idempotencyScopePath } from '../external/stages/request.js';
 import { resolveClientIp } from '../http/clientIp.js';
 import { HttpError } from '../http/errors.js';
 import { portalRefusal } from './refusal.js';
+import { describeRefusal } from './errors.js';
 import { one, type Form } from './formBody.js';
 import { claimForm, completeForm, FORM_FIELD, isFormId, newFormId, recordedOutcome, recordOutcome, type FormOutcome } from './forms.js';
 import { html, Html } from './html.js';
 import { can, setFlash, type PortalSession } from './session.js';
+import { LOCALES, type Locale, type PortalLocale } from './i18n.js';
+import { common, statusLabel } from './messages.js';
 
 /**
  * What every page of the portal shares (docs/portal.md): the page frame with its navigation, the
@@ -20,12 +23,14 @@ import { can, setFlash, type PortalSession } from './session.js';
 declare module 'fastify' {
   interface FastifyRequest {
     portal: PortalSession | null;
+    /** The request's language and time zone (src/portal/i18n.ts), set before every portal page. */
+    i18n: PortalLocale;
   }
 }
 
 interface NavItem {
   path: string;
-  label: string;
+  label: 'navBalance' | 'navStatement' | 'navCharge' | 'navTef' | 'navWebhooks' | 'navMed' | 'navSandbox';
   /** The page opens with this permission, or with any of these. */
   permission: Permission | readonly Permission[];
 }
@@ -47,40 +52,17 @@ export type SandboxForm = keyof typeof SANDBOX_PERMISSION;
 export const SANDBOX_PERMISSIONS = [...new Set(Object.values(SANDBOX_PERMISSION))];
 
 const NAV: NavItem[] = [
-  { path: '/portal/balance', label: 'Balance', permission: 'account:read' },
-  { path: '/portal/statement', label: 'Statement', permission: 'statement:read' },
-  { path: '/portal/charges', label: 'Charge', permission: 'pix:write' },
-  { path: '/portal/tef', label: 'Transfer (TEF)', permission: 'transfer:write' },
-  { path: '/portal/webhooks', label: 'Webhooks', permission: 'account:read' },
-  { path: '/portal/med', label: 'MED', permission: 'payment:read' },
+  { path: '/portal/balance', label: 'navBalance', permission: 'account:read' },
+  { path: '/portal/statement', label: 'navStatement', permission: 'statement:read' },
+  { path: '/portal/charges', label: 'navCharge', permission: 'pix:write' },
+  { path: '/portal/tef', label: 'navTef', permission: 'transfer:write' },
+  { path: '/portal/webhooks', label: 'navWebhooks', permission: 'account:read' },
+  { path: '/portal/med', label: 'navMed', permission: 'payment:read' },
 ];
 
-export function badge(status: string | null | undefined): Html {
-  return status ? html`<span class="badge ${status}">${status}</span>` : html``;
-}
-
-/** What an error answer of a domain function says, for a person. */
-export function errorText(error: unknown): string {
-  const err = portalRefusal(error);
-  if (!err) return 'Something went wrong; nothing was changed. Try again.';
-  const b = err.body as Record<string, unknown> | string;
-  if (typeof b === 'string') return b;
-  if (typeof b.detail === 'string') return b.detail;
-  if (b.errors && typeof b.errors === 'object') {
-    return Object.entries(b.errors as Record<string, unknown>)
-      .map(([k, v]) =>
-        typeof v === 'string'
-          ? v
-          : v && typeof v === 'object'
-            ? Object.entries(v as Record<string, unknown>).map(([f, m]) => `${f} ${Array.isArray(m) ? m.join(', ') : String(m)}`).join('; ')
-            : k,
-      )
-      .join('; ');
-  }
-  const e = b.error as { message?: string } | string | undefined;
-  if (typeof e === 'object' && e?.message) return e.message;
-  if (typeof b.message === 'string') return b.message;
-  return `Refused (HTTP ${err.statusCode})`;
+/** A status as a badge, named in the page's language (its class is the status itself). */
+export function badge(status: string | null | undefined, where: PortalLocale): Html {
+  return status ? html`<span class="badge ${status.toLowerCase()}" data-status="${status}">${statusLabel(status, where)}</span>` : html``;
 }
 
 /** What a form action gets to record its outcome in its operation's own transaction. */
@@ -113,30 +95,61 @@ export interface Portal {
    * Runs a form action once per form id (src/portal/forms.ts): the first post runs it, a repeat
    * gets the first outcome. The outcome is shown on the page it redirects to (`back` by default).
    */
-  action(req: FastifyRequest, reply: FastifyReply, back: string, run: (form: FormRun) => Promise<ActionDone>): Promise<FastifyReply>;
+  action(req: FastifyRequest, reply: FastifyReply, back: string, run: (form: FormRun) => Promise<ActionDone>, labels?: Record<string, string>): Promise<FastifyReply>;
+}
+
+const LANGUAGE_NAMES: Record<Locale, string> = { 'pt-BR': 'Português', en: 'English' };
+
+/**
+ * The language switch: a link per language to /portal/language (which sets the cookie and comes
+ * back to this page), each named in its own language; the current one marked.
+ */
+function languageSwitch(req: FastifyRequest): Html {
+  const back = req.url.length <= 1024 && req.method === 'GET' ? req.url : '/portal';
+  return html`<span class="lang" role="group" aria-label="${common(req.i18n).language}">${LOCALES.map(
+    (l) =>
+      html`<a href="/portal/language?to=${l}&amp;next=${encodeURIComponent(back)}" lang="${l}" hreflang="${l}"${l === req.i18n.locale ? html` aria-current="true"` : ''}>${LANGUAGE_NAMES[l]}</a>`,
+  )}</span>`;
+}
+
+/** The zones of Brazil (and UTC) offered by the footer's time-zone switch. */
+export const BRAZIL_ZONES = [
+  'America/Sao_Paulo', 'America/Bahia', 'America/Fortaleza', 'America/Recife', 'America/Belem', 'America/Manaus', 'America/Cuiaba',
+  'America/Porto_Velho', 'America/Boa_Vista', 'America/Rio_Branco', 'America/Noronha', 'UTC',
+] as const;
+
+/** The footer: which zone the page's times are in, and a GET form to choose another (/portal/language?tz=…). */
+function zoneSwitch(req: FastifyRequest): Html {
+  const m = common(req.i18n);
+  const back = req.url.length <= 1024 && req.method === 'GET' ? req.url : '/portal';
+  const zones: readonly string[] = BRAZIL_ZONES.includes(req.i18n.timeZone as (typeof BRAZIL_ZONES)[number]) ? BRAZIL_ZONES : [req.i18n.timeZone, ...BRAZIL_ZONES];
+  return html`<form class="zone" method="get" action="/portal/language"><input type="hidden" name="next" value="${back}"><label>${m.timesIn('')}<select name="tz" data-testid="tz">${zones.map(
+    (z) => html`<option${z === req.i18n.timeZone ? html` selected` : ''}>${z}</option>`,
+  )}</select></label> <button type="submit" class="secondary">${m.change}</button></form>`;
 }
 
 /** The portal's shared parts; `withSandbox` adds the sandbox panel to the navigation. */
 export function portalKit(ctx: AppContext, withSandbox: boolean): Portal {
-  const nav: NavItem[] = withSandbox ? [...NAV, { path: '/portal/sandbox', label: 'Sandbox', permission: SANDBOX_PERMISSIONS }] : NAV;
+  const nav: NavItem[] = withSandbox ? [...NAV, { path: '/portal/sandbox', label: 'navSandbox', permission: SANDBOX_PERMISSIONS }] : NAV;
   const opens = (s: PortalSession, n: NavItem) => (typeof n.permission === 'string' ? can(s, n.permission) : n.permission.some((p) => can(s, p)));
 
   const layout = (req: FastifyRequest, title: string, body: Html, current = ''): string => {
     const s = req.portal;
+    const m = common(req.i18n);
     const links = s ? nav.filter((n) => opens(s, n)) : [];
     return html`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title} · pixgate portal</title><link rel="stylesheet" href="/portal/assets/portal.css"></head>
-<body><a class="skip" href="#main">Skip to content</a>
-<header><a class="brand" href="/portal">pixgate · merchant portal</a>${
+<html lang="${req.i18n.locale}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${m.pageTitle(title)}</title><link rel="stylesheet" href="/portal/assets/portal.css"></head>
+<body><a class="skip" href="#main">${m.skip}</a>
+<header><a class="brand" href="/portal">${m.brand}</a>${languageSwitch(req)}${
       s
-        ? html`<span class="muted mono" title="API key">${s.key.client_id} · account ${s.accountId}</span>
-<form method="post" action="/portal/logout"><input type="hidden" name="_csrf" value="${s.csrf}"><button type="submit">Sign out</button></form>`
+        ? html`<span class="muted mono who" title="${m.apiKey}">${s.key.client_id} · ${m.account(s.accountId)}</span>
+<form method="post" action="/portal/logout"><input type="hidden" name="_csrf" value="${s.csrf}"><button type="submit">${m.signOut}</button></form>`
         : ''
     }</header>
-${links.length ? html`<nav aria-label="Portal">${links.map((n) => html`<a href="${n.path}"${n.path === current ? html` aria-current="page"` : ''}>${n.label}</a>`)}</nav>` : ''}
+${links.length ? html`<nav aria-label="Portal">${links.map((n) => html`<a href="${n.path}"${n.path === current ? html` aria-current="page"` : ''}>${m[n.label]}</a>`)}</nav>` : ''}
 <main id="main">${s?.flash ? html`<div class="flash ${s.flash.kind}" role="${s.flash.kind === 'error' ? 'alert' : 'status'}">${s.flash.text}</div>` : ''}
-<h1>${title}</h1>${body}</main></body></html>`.text;
+<h1>${title}</h1>${body}</main><footer class="muted no-print">${zoneSwitch(req)}</footer></body></html>`.text;
   };
 
   const page = (reply: FastifyReply, text: string, status = 200) => reply.code(status).type('text/html; charset=utf-8').send(text);
@@ -149,7 +162,7 @@ ${links.length ? html`<nav aria-label="Portal">${links.map((n) => html`<a href="
       html`<input type="hidden" name="_csrf" value="${req.portal!.csrf}"><input type="hidden" name="${FORM_FIELD}" value="${newFormId()}">`,
     page,
     forbidden: (req, reply, permission) =>
-      page(reply, layout(req, 'Not permitted', html`<p>This API key does not have the permission <code>${permission}</code>.</p>`), 403),
+      page(reply, layout(req, common(req.i18n).notPermitted, html`<p>${common(req.i18n).notPermittedText(permission)}</p>`), 403),
     clientIp: (req) => resolveClientIp(req.socket.remoteAddress ?? '', req.headers['x-forwarded-for'], ctx.config.trustedProxies),
     principalOf: (s) => ({
       clientId: s.key.client_id,
@@ -158,25 +171,43 @@ ${links.length ? html`<nav aria-label="Portal">${links.map((n) => html`<a href="
       keyAccountId: s.key.account_id,
       permissions: s.key.permissions,
     }),
-    action: (req, reply, back, run) => runAction(portal, req, reply, back, run),
+    action: (req, reply, back, run, labels = {}) => runAction(portal, req, reply, back, run, labels),
   };
   return portal;
 }
 
-/** Portal.action: claim the form id, run (or replay), log it, flash the outcome and redirect. */
-async function runAction(portal: Portal, req: FastifyRequest, reply: FastifyReply, back: string, run: (form: FormRun) => Promise<ActionDone>) {
+/** Form fields never kept to refill a form after a refusal: the tokens, and anything secret. */
+const NOT_KEPT = /^_|secret|password|totp|otp|code$/i;
+
+/** What was typed in a posted form, to show it again after a refusal (secrets and tokens left out). */
+export function keptValues(body: unknown): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  if (!body || typeof body !== 'object') return out;
+  for (const [k, v] of Object.entries(body as Form)) if (!NOT_KEPT.test(k)) out[k] = v;
+  return out;
+}
+
+/**
+ * Portal.action: claim the form id, run (or replay), log it, flash the outcome and redirect. A
+ * refusal's flash carries its field errors (`labels` names the fields in its summary) and what was
+ * typed, so the form comes back filled in.
+ */
+async function runAction(portal: Portal, req: FastifyRequest, reply: FastifyReply, back: string, run: (form: FormRun) => Promise<ActionDone>, labels: Record<string, string>) {
   const { ctx, page, layout } = portal;
   const s = req.portal!;
   const formId = one(req.body as Form, FORM_FIELD);
   if (!isFormId(formId)) {
-    return page(reply, layout(req, 'Refused', html`<p>The form was out of date (it carries no one-time id). Go back, reload the page and try again.</p>`), 400);
+    return page(reply, layout(req, common(req.i18n).refused, html`<p>${common(req.i18n).noFormId}</p>`), 400);
   }
   const scopePath = idempotencyScopePath(req);
   const claimed = await claimForm(ctx.idempotency, { merchantId: s.key.merchant_id, method: 'POST', path: scopePath, key: formId });
   if (claimed.kind === 'busy') {
-    return page(reply, layout(req, 'Still running', html`<p>This form is still being processed. Look at the statement before sending it again.</p>`), 409);
+    return page(reply, layout(req, common(req.i18n).stillRunning, html`<p>${common(req.i18n).stillRunningText}</p>`), 409);
   }
-  const refusal = (err: unknown): FormOutcome => ({ kind: 'error', text: errorText(err), redirect: back });
+  const refusal = (err: unknown): FormOutcome => {
+    const r = describeRefusal(err, req.i18n, labels);
+    return r ? { kind: 'error', text: r.text, redirect: back, ...(Object.keys(r.fields).length ? { fields: { ...r.fields } } : {}) } : { kind: 'error', text: common(req.i18n).somethingWrong, redirect: back };
+  };
   let outcome: FormOutcome;
   if (claimed.kind === 'replay') {
     outcome = claimed.outcome;
@@ -211,6 +242,7 @@ async function runAction(portal: Portal, req: FastifyRequest, reply: FastifyRepl
     { portal_action: scopePath, client_id: s.key.client_id, merchant_id: s.key.merchant_id, account_id: s.accountId, outcome: outcome.kind, repeat: claimed.kind === 'replay' },
     'portal action',
   );
-  await setFlash(ctx.db, s, outcome.kind, outcome.text);
+  const path = req.url.split('?')[0]!;
+  await setFlash(ctx.db, s, outcome.kind, outcome.text, outcome.kind === 'error' ? { form: path, values: keptValues(req.body), ...(outcome.fields ? { fields: outcome.fields } : {}) } : {});
   return reply.redirect(outcome.redirect, 303);
 }

@@ -12,8 +12,12 @@ import { signInPages } from './pages/signIn.js';
 import { statementPages } from './pages/statement.js';
 import { tefPages } from './pages/tef.js';
 import { transactionPage } from './pages/transaction.js';
+import { receiptPages } from './pages/receipt.js';
+import { timelinePage } from './pages/timeline.js';
 import { webhookPages } from './pages/webhooks.js';
-import { csrfMatches, endSession, loadSession } from './session.js';
+import { csrfMatches, endSession, loadSession, readCookie } from './session.js';
+import { isLocale, isTimeZone, LOCALE_COOKIE, localeOf, TIME_ZONE_COOKIE, type PortalLocale } from './i18n.js';
+import { common } from './messages.js';
 
 /**
  * The merchant portal at /portal (docs/portal.md): server-rendered pages over the same domain
@@ -43,17 +47,21 @@ export function portalRoutes(ctx: AppContext) {
 
   return async function plugin(app: FastifyInstance) {
     app.decorateRequest('portal', null);
+    app.decorateRequest('i18n', null as unknown as PortalLocale);
     app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: FORM_LIMIT_BYTES }, (_req, body, done) =>
       done(null, parseForm(body as string)),
     );
     guardPages(app, portal);
 
+    languageSwitch(app, ctx.config.tls);
     app.get('/portal/assets/portal.css', async (_req, reply) => reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(PORTAL_CSS));
 
     signInPages(app, portal);
     balancePage(app, portal);
     statementPages(app, portal);
     transactionPage(app, portal);
+    receiptPages(app, portal);
+    timelinePage(app, portal);
     chargePages(app, portal);
     tefPages(app, portal);
     webhookPages(app, portal);
@@ -62,16 +70,26 @@ export function portalRoutes(ctx: AppContext) {
 
     // Any other page under /portal: the portal's own "not found" (after the session check).
     app.get('/portal/*', async (req, reply) =>
-      portal.page(reply, portal.layout(req, 'Not found', html`<p>There is no such page. <a href="/portal">Go to the portal</a>.</p>`), 404),
+      portal.page(reply, portal.layout(req, common(req.i18n).notFound, html`<p>${common(req.i18n).notFoundText} <a href="/portal">${common(req.i18n).goToPortal}</a>.</p>`), 404),
     );
   };
 }
+
+/** Pages that need no session: sign-in, the language switch, a receipt's verification. */
+const PUBLIC_PATHS = new Set(['/portal/login', '/portal/language', '/portal/receipts/verify']);
 
 /** The security headers of every answer, and the session and CSRF checks before every page. */
 function guardPages(app: FastifyInstance, portal: Portal) {
   const { ctx, layout, page } = portal;
 
-  app.addHook('onSend', async (_req, reply, payload) => {
+  // The language and time zone of every portal answer (src/portal/i18n.ts).
+  app.addHook('onRequest', async (req) => {
+    req.i18n = localeOf({ lang: readCookie(req, LOCALE_COOKIE), tz: readCookie(req, TIME_ZONE_COOKIE) }, req.headers['accept-language']);
+  });
+
+  app.addHook('onSend', async (req, reply, payload) => {
+    void reply.header('content-language', req.i18n.locale);
+    void reply.header('vary', 'Accept-Language, Cookie');
     void reply.header('cache-control', 'no-store');
     void reply.header('x-content-type-options', 'nosniff');
     void reply.header('referrer-policy', 'same-origin'); // no-referrer would make browsers send Origin: null on form posts
@@ -88,9 +106,9 @@ function guardPages(app: FastifyInstance, portal: Portal) {
   app.addHook('preHandler', async (req, reply) => {
     const path = req.url.split('?')[0]!;
     if (req.method === 'POST' && !sameOrigin(req.headers.origin, req.headers.host)) {
-      return page(reply, layout(req, 'Refused', html`<p>Cross-site form submissions are refused.</p>`), 403);
+      return page(reply, layout(req, common(req.i18n).refused, html`<p>${common(req.i18n).crossSite}</p>`), 403);
     }
-    if (path === '/portal/login' || path.startsWith('/portal/assets/')) return;
+    if (PUBLIC_PATHS.has(path) || path.startsWith('/portal/assets/')) return;
     const loaded = await loadSession(ctx, req, portal.clientIp(req));
     if (typeof loaded === 'string') {
       if (loaded !== 'none') await endSession(ctx, reply, null);
@@ -101,8 +119,34 @@ function guardPages(app: FastifyInstance, portal: Portal) {
     if (req.method === 'POST') {
       const form = (req.body ?? {}) as Form;
       if (typeof req.body !== 'object' || !csrfMatches(loaded, one(form, '_csrf'))) {
-        return page(reply, layout(req, 'Refused', html`<p>The form was out of date or not sent from this portal (CSRF check). Go back, reload and try again.</p>`), 403);
+        return page(reply, layout(req, common(req.i18n).refused, html`<p>${common(req.i18n).csrf}</p>`), 403);
       }
     }
+  });
+}
+
+/** A path of this portal to come back to: `/portal` or below, no scheme, no host, no backslash. */
+export function portalReturnPath(next: unknown): string {
+  if (typeof next !== 'string' || next.length > 1024 || !/^\/portal(?:[/?]|$)/.test(next) || /[\\\s]/.test(next) || next.includes('//')) return '/portal';
+  return next;
+}
+
+const YEAR_SECONDS = 365 * 24 * 3600;
+
+/**
+ * The language switch (and the time-zone preference): `GET /portal/language?to=en&next=/portal/…`
+ * sets the `pixgate_lang` cookie (`tz=America/Manaus` sets `pixgate_tz`) for a year and comes back
+ * to `next`, a path of the portal. No session needed (the sign-in page has the switch too); an
+ * unknown language or zone is ignored. Preferences only: nothing else depends on these cookies.
+ */
+function languageSwitch(app: FastifyInstance, tls: unknown) {
+  app.get('/portal/language', async (req, reply) => {
+    const q = req.query as Record<string, unknown>;
+    const cookies: string[] = [];
+    const attrs = `Path=/portal; SameSite=Lax; Max-Age=${YEAR_SECONDS}${tls ? '; Secure' : ''}`;
+    if (isLocale(q.to)) cookies.push(`${LOCALE_COOKIE}=${q.to}; ${attrs}`);
+    if (isTimeZone(q.tz)) cookies.push(`${TIME_ZONE_COOKIE}=${q.tz}; ${attrs}`);
+    if (cookies.length) void reply.header('set-cookie', cookies);
+    return reply.redirect(portalReturnPath(q.next), 303);
   });
 }

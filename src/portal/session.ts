@@ -21,7 +21,20 @@ export interface PortalSession {
   key: KeyWithAccount;
   /** The key's operating account. */
   accountId: number;
-  flash: { kind: 'ok' | 'error'; text: string } | null;
+  flash: Flash | null;
+}
+
+/**
+ * The one-time message shown on the next page. A refusal of a form also carries its field errors
+ * (field name → messages) and what was typed (`values`, secrets left out), for the form that
+ * posts to `form` (the page shows them in that form only).
+ */
+export interface Flash {
+  kind: 'ok' | 'error';
+  text: string;
+  fields?: Record<string, string[]>;
+  values?: Record<string, string | string[]>;
+  form?: string;
 }
 
 const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
@@ -86,9 +99,14 @@ export async function loadSession(ctx: AppContext, req: FastifyRequest, clientIp
   return { tokenHash, csrf: row.csrf_token, key, accountId: key.operating_account_id, flash };
 }
 
-/** A message shown once on the next page (after a redirect). */
-export async function setFlash(sql: Sql, session: PortalSession, kind: 'ok' | 'error', text: string): Promise<void> {
-  await sql.query('UPDATE portal_sessions SET flash = $2 WHERE token_hash = $1', [session.tokenHash, JSON.stringify({ kind, text: text.slice(0, 2000) })]);
+/** The most a flash keeps of what was typed (the form body is at most 64 KiB). */
+const FLASH_VALUES_MAX = 32 * 1024;
+
+/** A message shown once on the next page (after a redirect); with a form's field errors and values. */
+export async function setFlash(sql: Sql, session: PortalSession, kind: 'ok' | 'error', text: string, form: Omit<Flash, 'kind' | 'text'> = {}): Promise<void> {
+  const flash: Flash = { kind, text: text.slice(0, 2000), ...form };
+  if (flash.values && JSON.stringify(flash.values).length > FLASH_VALUES_MAX) delete flash.values;
+  await sql.query('UPDATE portal_sessions SET flash = $2 WHERE token_hash = $1', [session.tokenHash, JSON.stringify(flash)]);
 }
 
 export function csrfMatches(session: PortalSession, presented: unknown): boolean {

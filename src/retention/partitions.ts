@@ -12,14 +12,49 @@ export const EVENT_PARTITIONS: readonly DailyPartitioned[] = [
   { table: 'webhook_attempts', key: 'event_created_at' },
 ];
 
+/**
+ * The tables partitioned by day in migration 0910, each alone (nothing refers to their rows), each
+ * by a time the row's message carries: signature-v2 nonces by the day of the signed timestamp, the
+ * rail inbox by the day of the notification's own time, the stored answers of Idempotency-Keys by
+ * the day their key expires.
+ */
+export const NONCE_PARTITIONS: DailyPartitioned = { table: 'request_nonces', key: 'signed_day' };
+export const RAIL_INBOX_PARTITIONS: DailyPartitioned = { table: 'rail_inbox', key: 'notified_day' };
+export const IDEMPOTENCY_PARTITIONS: DailyPartitioned = { table: 'idempotency_responses', key: 'expires_at' };
+
+/** Every daily-partitioned table, in the order their partitions are made. */
+export const DAILY_PARTITIONS: readonly DailyPartitioned[] = [...EVENT_PARTITIONS, NONCE_PARTITIONS, RAIL_INBOX_PARTITIONS, IDEMPOTENCY_PARTITIONS];
+
 /** Daily partitions are made this many days ahead of today (a week of outage of every process). */
 export const PARTITION_DAYS_AHEAD = 7;
 
 const DAY_MS = 86_400_000;
 
-/** Creates the partitions of today and the next PARTITION_DAYS_AHEAD days that are missing. */
-export async function ensureEventPartitions(db: Database, from?: Date): Promise<{ created: string[]; skipped: string[] }> {
-  return ensureDailyPartitions(db, EVENT_PARTITIONS, { daysAhead: PARTITION_DAYS_AHEAD, ...(from ? { from } : {}) });
+/** Creates the partitions of today and the next PARTITION_DAYS_AHEAD days that are missing, of every daily-partitioned table. */
+export async function ensurePartitions(db: Database, from?: Date): Promise<{ created: string[]; skipped: string[] }> {
+  return ensureDailyPartitions(db, DAILY_PARTITIONS, { daysAhead: PARTITION_DAYS_AHEAD, ...(from ? { from } : {}) });
+}
+
+/**
+ * Drops the daily partitions of `table` whose day ended at or before `cutoff`, each in its own
+ * transaction under the partition lock (a pass that cannot lock the table within the lock_timeout
+ * fails and the next pass tries again). For tables whose every row may go once its day is past the
+ * cutoff (nothing pending in them). Returns the days dropped (YYYY-MM-DD).
+ */
+export async function dropOldPartitions(db: Database, { table }: DailyPartitioned, cutoff: Date): Promise<string[]> {
+  const dropped: string[] = [];
+  const days = (await listDailyPartitions(db, table)).filter((p) => p.day.getTime() + DAY_MS <= cutoff.getTime());
+  for (const { name, day } of days) {
+    const done = await db.transaction(async (tx) => {
+      await lockPartitions(tx);
+      const [present] = await tx.query<{ ok: boolean }>('SELECT to_regclass($1) IS NOT NULL AS ok', [name]);
+      if (!present!.ok) return false; // another process dropped it meanwhile
+      await tx.exec(`DROP TABLE ${name}`);
+      return true;
+    });
+    if (done) dropped.push(day.toISOString().slice(0, 10));
+  }
+  return dropped;
 }
 
 /**

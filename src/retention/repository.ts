@@ -17,11 +17,28 @@ export async function purgeIdempotencyKeys(sql: Sql, cutoff: Date, batch: number
   return rows.length;
 }
 
-/** Ids of rail notifications applied before `cutoff` (the rail redelivers within minutes, not days). */
+/**
+ * Answers of Idempotency-Keys (idempotency_responses) in the default partition whose key expired
+ * at or before `cutoff`; the daily partitions go whole (src/retention/partitions.ts).
+ */
+export async function purgeIdempotencyResponses(sql: Sql, cutoff: Date, batch: number): Promise<number> {
+  const rows = await sql.query(
+    `DELETE FROM idempotency_responses_default WHERE (key_id, expires_at) IN (
+       SELECT key_id, expires_at FROM idempotency_responses_default WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2
+     ) RETURNING 1`,
+    [cutoff, batch],
+  );
+  return rows.length;
+}
+
+/**
+ * Ids of rail notifications applied before `cutoff` (the rail redelivers within minutes, not days)
+ * that sit in the default partition of rail_inbox; the daily partitions go whole.
+ */
 export async function purgeRailInbox(sql: Sql, cutoff: Date, batch: number): Promise<number> {
   const rows = await sql.query(
-    `DELETE FROM rail_inbox WHERE notification_id IN (
-       SELECT notification_id FROM rail_inbox WHERE processed_at < $1 ORDER BY processed_at LIMIT $2
+    `DELETE FROM rail_inbox_default WHERE (notification_id, notified_day) IN (
+       SELECT notification_id, notified_day FROM rail_inbox_default WHERE processed_at < $1 ORDER BY processed_at LIMIT $2
      ) RETURNING 1`,
     [cutoff, batch],
   );
@@ -83,11 +100,14 @@ export async function purgeLimitWindows(sql: Sql, cutoff: Date, batch: number): 
   return rows.length;
 }
 
-/** Signature-v2 nonce records past their expiry (src/auth/nonceStore.ts), oldest first, by the expires_at index. */
+/**
+ * Signature-v2 nonce records past their expiry (src/auth/nonceStore.ts) in the default partition of
+ * request_nonces; the daily partitions go whole once their day can no longer be signed.
+ */
 export async function purgeNonces(sql: Sql, now: Date, batch: number): Promise<number> {
   const rows = await sql.query(
-    `DELETE FROM request_nonces WHERE (client_id, nonce) IN (
-       SELECT client_id, nonce FROM request_nonces WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2
+    `DELETE FROM request_nonces_default WHERE (client_id, nonce, signed_day) IN (
+       SELECT client_id, nonce, signed_day FROM request_nonces_default WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2
      ) RETURNING 1`,
     [now, batch],
   );

@@ -299,3 +299,35 @@ export async function requeueDelivery(sql: Sql, webhookId: string, deliveryId: s
   return rows.length === 1;
 }
 
+
+/**
+ * Puts back in the queue, due now with a fresh retry schedule, at most `limit` deliveries of the
+ * webhook that failed for good at or after `since` (oldest event first), in one statement; returns
+ * how many, and how many such failures remain beyond the limit. Only `failed` rows change: a
+ * delivery already requeued is pending, so running it again requeues nothing twice. The claim
+ * re-checks each subject's order (SUBJECT_HEAD), so several of one subject go out in order.
+ */
+export async function requeueFailedSince(sql: Sql, webhookId: string, since: Date, limit: number): Promise<{ requeued: number; remaining: number }> {
+  const rows = await sql.query<{ id: string }>(
+    `WITH picked AS (
+       SELECT id, event_created_at FROM webhook_deliveries
+        WHERE webhook_id = $1 AND status = 'failed' AND failed_at >= $2
+        ORDER BY outbox_id
+        LIMIT $3
+        FOR UPDATE
+     )
+     UPDATE webhook_deliveries d
+        SET status = 'pending', ready = true, retry_step = 0, next_attempt_at = now(), claim_token = NULL,
+            delivered_at = NULL, failed_at = NULL, updated_at = now()
+       FROM picked p
+      WHERE d.id = p.id AND d.event_created_at = p.event_created_at AND d.status = 'failed'
+      RETURNING d.id`,
+    [webhookId, since, limit],
+  );
+  const [left] = await sql.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = $1 AND status = 'failed' AND failed_at >= $2`,
+    [webhookId, since],
+  );
+  if (rows.length > 0) await notify(sql, WAKE.delivery);
+  return { requeued: rows.length, remaining: left?.n ?? 0 };
+}

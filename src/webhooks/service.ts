@@ -1,6 +1,6 @@
 import type { Database, Sql } from '../db/db.js';
 import { emitEvent } from '../events/outbox.js';
-import { DomainError } from '../errors/catalog.js';
+import { DomainError, invalidFields } from '../errors/catalog.js';
 import type { Clock } from '../lib/clock.js';
 import { newUuid } from '../lib/ids.js';
 import { parseAllowedHosts } from './destination.js';
@@ -63,6 +63,31 @@ export async function resendDelivery(ctx: Pick<WebhookDeps, 'db'>, webhook: repo
   if (!before) throw new DomainError('not_found', { message: 'delivery not found' });
   if (before.status === 'pending') throw new DomainError('conflict', { message: 'delivery is already pending' });
   if (!(await repo.requeueDelivery(ctx.db, webhook.id, deliveryId))) throw new DomainError('conflict', { message: 'delivery is already pending' });
+}
+
+/** The most deliveries one "redeliver every failed delivery since …" puts back in the queue. */
+export const REDELIVER_MAX = 500;
+/** How far back "since" may reach. */
+export const REDELIVER_WINDOW_DAYS = 30;
+
+/**
+ * Redelivers every delivery of `webhook` that failed for good since `since` — at most
+ * REDELIVER_MAX at a time (the answer says how many remain), `since` no more than
+ * REDELIVER_WINDOW_DAYS back and not in the future — through the delivery engine: each goes back
+ * in its queue as a resend does (same delivery id, a fresh retry schedule). Idempotent: only
+ * deliveries still `failed` are taken, so a repeat finds nothing the first one took.
+ */
+export async function redeliverFailedSince(
+  ctx: Pick<WebhookDeps, 'db' | 'clock'>,
+  webhook: repo.WebhookRow,
+  since: Date,
+): Promise<{ requeued: number; remaining: number }> {
+  if (webhook.deleted_at) throw new DomainError('conflict', { message: 'webhook is deleted' });
+  const now = ctx.clock.now().getTime();
+  if (Number.isNaN(since.getTime()) || since.getTime() > now || since.getTime() < now - REDELIVER_WINDOW_DAYS * 86_400_000) {
+    throw invalidFields({ since: [`must be within the last ${REDELIVER_WINDOW_DAYS} days`] });
+  }
+  return ctx.db.transaction((tx) => repo.requeueFailedSince(tx, webhook.id, since, REDELIVER_MAX));
 }
 
 /** Fires `webhook.test` at one webhook (whether it subscribes or not); returns the delivery id. */

@@ -3,13 +3,19 @@ import { describe, expect, it } from 'vitest';
 import type { Database } from '../../src/db/db.js';
 import { loadMigrations, migrate } from '../../src/db/migrate.js';
 import { dayStart, partitionName } from '../../src/db/partitions.js';
-import { dropOldEventPartitions, ensureEventPartitions, EVENT_PARTITIONS, PARTITION_DAYS_AHEAD } from '../../src/retention/partitions.js';
+import { DAILY_PARTITIONS, dropOldEventPartitions, ensurePartitions, EVENT_PARTITIONS, PARTITION_DAYS_AHEAD } from '../../src/retention/partitions.js';
 import { runRetention } from '../../src/retention/retention.js';
 import { dispatchOutbox, recordAttempts } from '../../src/webhooks/repository.js';
 import { BACKENDS, openEmptyDatabase, openTestDatabase, secondHandle } from '../helpers/db.js';
+import { DurableNonces } from '../../src/auth/nonceStore.js';
+import { IdempotencyStore } from '../../src/external/idempotency.js';
+import { recordNotification } from '../../src/pix/store/railInbox.js';
 import { parseConfig } from '../../src/config.js';
 
-/** Issue 25 item 5: outbox events, webhook deliveries and attempts partitioned by day (migration 0800). */
+/**
+ * Issue 25 item 5: outbox events, webhook deliveries and attempts partitioned by day (migration 0800);
+ * nonces, the rail inbox and the idempotency answers too (0910).
+ */
 
 const DAY_MS = 86_400_000;
 
@@ -53,7 +59,7 @@ async function deliveredEvent(db: Database, merchantId: number, at: Date, outcom
   return { outboxId: e!.id, deliveryId: d!.id };
 }
 
-describe.each(BACKENDS)('daily partitions of the outbox on %s', (backend) => {
+describe.each(BACKENDS)('daily partitions (outbox, nonces, rail inbox, idempotency answers) on %s', (backend) => {
   it('migration 0800 turns the three tables into partitioned ones, moving rows with their ids and every reference', async () => {
     const t = await openEmptyDatabase(backend);
     try {
@@ -77,11 +83,10 @@ describe.each(BACKENDS)('daily partitions of the outbox on %s', (backend) => {
         `SELECT c.relname, p.partstrat AS strat FROM pg_partitioned_table p JOIN pg_class c ON c.oid = p.partrelid
           WHERE c.relnamespace = current_schema()::regnamespace ORDER BY c.relname`,
       );
-      expect(kinds).toEqual([
-        { relname: 'outbox_events', strat: 'r' },
-        { relname: 'webhook_attempts', strat: 'r' },
-        { relname: 'webhook_deliveries', strat: 'r' },
-      ]);
+      // (with those of migration 0910: test/db/partitions-0910.test.ts)
+      expect(kinds).toEqual(
+        ['idempotency_responses', 'outbox_events', 'rail_inbox', 'request_nonces', 'webhook_attempts', 'webhook_deliveries'].map((relname) => ({ relname, strat: 'r' })),
+      );
       expect(await t.db.query('SELECT id, event_id FROM outbox_events ORDER BY id')).toEqual(before);
       const [d] = await t.db.query<{ event_created_at: Date; status: string }>('SELECT event_created_at, status FROM webhook_deliveries');
       expect(d).toEqual({ event_created_at: at, status: 'delivered' });
@@ -108,14 +113,14 @@ describe.each(BACKENDS)('daily partitions of the outbox on %s', (backend) => {
     const t = await openTestDatabase(backend);
     const b = await secondHandle(t);
     try {
-      const runs = await Promise.all([ensureEventPartitions(t.db), ensureEventPartitions(b.db), ensureEventPartitions(t.db)]);
+      const runs = await Promise.all([ensurePartitions(t.db), ensurePartitions(b.db), ensurePartitions(t.db)]);
       const created = runs.flatMap((r) => r.created).sort();
       const [{ now }] = (await t.db.query<{ now: Date }>('SELECT now() AS now')) as [{ now: Date }];
-      const expected = EVENT_PARTITIONS.flatMap((p) =>
+      const expected = DAILY_PARTITIONS.flatMap((p) =>
         Array.from({ length: PARTITION_DAYS_AHEAD + 1 }, (_, i) => partitionName(p.table, new Date(dayStart(now).getTime() + i * DAY_MS))),
       ).sort();
       expect(created).toEqual(expected);
-      expect(await ensureEventPartitions(t.db)).toEqual({ created: [], skipped: [] });
+      expect(await ensurePartitions(t.db)).toEqual({ created: [], skipped: [] });
       for (const name of expected) expect(await present(t.db, name)).toBe(true);
     } finally {
       if (b !== t) await b.close();
@@ -128,7 +133,7 @@ describe.each(BACKENDS)('daily partitions of the outbox on %s', (backend) => {
     try {
       const { merchantId } = await merchantWithWebhook(t.db);
       const [{ now }] = (await t.db.query<{ now: Date }>('SELECT now() AS now')) as [{ now: Date }];
-      await ensureEventPartitions(t.db);
+      await ensurePartitions(t.db);
       const today = dayStart(now);
       const e = await deliveredEvent(t.db, merchantId, now, 'delivered');
       expect(await whereIs(t.db, 'outbox_events', 'id = $1', [e.outboxId])).toEqual([partitionName('outbox_events', today)]);
@@ -139,7 +144,37 @@ describe.each(BACKENDS)('daily partitions of the outbox on %s', (backend) => {
       expect(await whereIs(t.db, 'webhook_attempts', 'delivery_id = $1', [old.deliveryId])).toEqual(['webhook_attempts_default']);
       // A day whose rows already sit in the default partition is left to it (its partition could not take them).
       const stranded = new Date(now.getTime() - 100 * DAY_MS);
-      expect(await ensureEventPartitions(t.db, stranded)).toMatchObject({ skipped: EVENT_PARTITIONS.map((p) => partitionName(p.table, dayStart(stranded))) });
+      expect(await ensurePartitions(t.db, stranded)).toMatchObject({ skipped: EVENT_PARTITIONS.map((p) => partitionName(p.table, dayStart(stranded))) });
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('routes a nonce to its signed day, a rail notification to its own day and an idempotency answer to its key\'s expiry day', async () => {
+    const t = await openTestDatabase(backend);
+    try {
+      const [{ now }] = (await t.db.query<{ now: Date }>('SELECT now() AS now')) as [{ now: Date }];
+      await ensurePartitions(t.db, new Date(now.getTime() - 2 * DAY_MS));
+      const day = (offset: number) => new Date(dayStart(now).getTime() + offset * DAY_MS);
+      // A nonce claimed now but signed yesterday (a request at 00:00:10 signed at 23:59:55) goes to yesterday.
+      const nonces = new DurableNonces(t.db, { now: () => now });
+      expect((await nonces.claim('cli', 'partition-nonce-0001', 'f', 600, new Date(day(0).getTime() - 5_000))).claim).toBe('claimed');
+      expect(await whereIs(t.db, 'request_nonces', `nonce = 'partition-nonce-0001'`, [])).toEqual([partitionName('request_nonces', day(-1))]);
+      // A notification of yesterday applied today: yesterday's partition; its redelivery is recognised there.
+      const at = new Date(day(0).getTime() - 60_000);
+      expect(await t.db.transaction((tx) => recordNotification(tx, 'n-partition-1', 'payment.accepted', at))).toBe(true);
+      expect(await t.db.transaction((tx) => recordNotification(tx, 'n-partition-1', 'payment.accepted', at))).toBe(false);
+      expect(await whereIs(t.db, 'rail_inbox', `notification_id = 'n-partition-1'`, [])).toEqual([partitionName('rail_inbox', day(-1))]);
+      // An answer: the day its key expires (tomorrow or the day after, 24 h from now), the key row whole.
+      const [m] = await t.db.query<{ id: number }>(`INSERT INTO merchants (name, document) VALUES ('M', '12345678901') RETURNING id`);
+      const store = new IdempotencyStore(t.db, { now: () => now });
+      const scope = { merchantId: m!.id, method: 'POST', path: '/x', key: 'partition-key-1' };
+      const claimed = await store.claim(scope, 'h');
+      if (claimed.kind !== 'claimed') throw new Error('expected a claim');
+      await store.complete(claimed.claim, { statusCode: 201, body: '{"n":1}' });
+      const expires = new Date(now.getTime() + 86_400_000);
+      expect(await whereIs(t.db, 'idempotency_responses', 'key_id = $1', [claimed.claim.id])).toEqual([partitionName('idempotency_responses', dayStart(expires))]);
+      expect(await store.claim(scope, 'h')).toEqual({ kind: 'replay', answer: { statusCode: 201, body: '{"n":1}' } });
     } finally {
       await t.close();
     }
@@ -153,8 +188,8 @@ describe.each(BACKENDS)('daily partitions of the outbox on %s', (backend) => {
       const config = parseConfig({ RETENTION_EVENT_DAYS: '30' });
       const oldDay = new Date(dayStart(now).getTime() - 40 * DAY_MS);
       const busyDay = new Date(dayStart(now).getTime() - 35 * DAY_MS);
-      await ensureEventPartitions(t.db, oldDay);
-      await ensureEventPartitions(t.db, busyDay);
+      await ensurePartitions(t.db, oldDay);
+      await ensurePartitions(t.db, busyDay);
       const gone = [await deliveredEvent(t.db, merchantId, new Date(oldDay.getTime() + 3_600_000), 'delivered'), await deliveredEvent(t.db, merchantId, new Date(oldDay.getTime() + 7_200_000), 'delivered')];
       const waiting = await deliveredEvent(t.db, merchantId, new Date(busyDay.getTime() + 3_600_000), 'retry');
       const recent = await deliveredEvent(t.db, merchantId, new Date(now.getTime() - 2 * DAY_MS), 'delivered');
@@ -198,21 +233,27 @@ describe.each(BACKENDS)('daily partitions of the outbox on %s', (backend) => {
       });
       expect(report.events).toBe(1); // the row purge ran
       expect(await t.db.query(`SELECT relname FROM pg_class WHERE relname ~ '^outbox_events_p[0-9]{8}$' AND relnamespace = current_schema()::regnamespace`)).toEqual([]);
-      expect((await ensureEventPartitions(t.db)).created).toHaveLength(EVENT_PARTITIONS.length * (PARTITION_DAYS_AHEAD + 1));
+      expect((await ensurePartitions(t.db)).created).toHaveLength(DAILY_PARTITIONS.length * (PARTITION_DAYS_AHEAD + 1));
     } finally {
       await b.close();
       await t.close();
     }
   });
 
-  it('keeps the tables whose keys must stay unique over their whole window unpartitioned (idempotency keys, nonces, rail inbox)', async () => {
+  it('partitions nonces, the rail inbox and the idempotency answers too; keeps the idempotency keys and the audit log whole', async () => {
     const t = await openTestDatabase(backend);
     try {
       const rows = await t.db.query<{ relname: string; relkind: string }>(
         `SELECT relname, relkind::text FROM pg_class WHERE relnamespace = current_schema()::regnamespace
-           AND relname IN ('idempotency_keys', 'request_nonces', 'rail_inbox', 'admin_audit_log') ORDER BY relname`,
+           AND relname IN ('idempotency_keys', 'idempotency_responses', 'request_nonces', 'rail_inbox', 'admin_audit_log') ORDER BY relname`,
       );
-      expect(rows).toEqual(['admin_audit_log', 'idempotency_keys', 'rail_inbox', 'request_nonces'].map((relname) => ({ relname, relkind: 'r' })));
+      expect(rows).toEqual([
+        { relname: 'admin_audit_log', relkind: 'r' },
+        { relname: 'idempotency_keys', relkind: 'r' },
+        { relname: 'idempotency_responses', relkind: 'p' },
+        { relname: 'rail_inbox', relkind: 'p' },
+        { relname: 'request_nonces', relkind: 'p' },
+      ]);
     } finally {
       await t.close();
     }

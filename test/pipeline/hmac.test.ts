@@ -216,10 +216,10 @@ describe.each(REDIS_VARIANTS)('v2 nonce store (%s)', (variant) => {
   it('claims a nonce once: a repeat with the same fingerprint is "repeat", another fingerprint "conflict"', async () => {
     const { a, b, close } = await stores();
     try {
-      expect(await a.claim('cli_1', 'nonce-aaaaaaaaaaaa', 'sig-1', 600)).toBe('claimed');
-      expect(await b.claim('cli_1', 'nonce-aaaaaaaaaaaa', 'sig-1', 600)).toBe('repeat');
-      expect(await b.claim('cli_1', 'nonce-aaaaaaaaaaaa', 'sig-2', 600)).toBe('conflict');
-      expect(await b.claim('cli_2', 'nonce-aaaaaaaaaaaa', 'sig-2', 600)).toBe('claimed'); // scoped per key
+      expect(await a.claim('cli_1', 'nonce-aaaaaaaaaaaa', 'sig-1', 600, clock.now())).toBe('claimed');
+      expect(await b.claim('cli_1', 'nonce-aaaaaaaaaaaa', 'sig-1', 600, clock.now())).toBe('repeat');
+      expect(await b.claim('cli_1', 'nonce-aaaaaaaaaaaa', 'sig-2', 600, clock.now())).toBe('conflict');
+      expect(await b.claim('cli_2', 'nonce-aaaaaaaaaaaa', 'sig-2', 600, clock.now())).toBe('claimed'); // scoped per key
     } finally {
       await close();
     }
@@ -228,7 +228,7 @@ describe.each(REDIS_VARIANTS)('v2 nonce store (%s)', (variant) => {
   it('concurrent claims of one nonce: exactly one wins', async () => {
     const { a, b, close } = await stores();
     try {
-      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).claim('cli_1', 'race-nonce-xxxxxxxx', `sig-${i}`, 600)));
+      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).claim('cli_1', 'race-nonce-xxxxxxxx', `sig-${i}`, 600, clock.now())));
       expect(results.filter((r) => r === 'claimed')).toHaveLength(1);
       expect(results.filter((r) => r === 'conflict')).toHaveLength(19);
     } finally {
@@ -238,9 +238,9 @@ describe.each(REDIS_VARIANTS)('v2 nonce store (%s)', (variant) => {
 
   it.runIf(variant === 'memory')('forgets a nonce after its time to live', async () => {
     const store = new MemoryNonceStore(clock);
-    expect(await store.claim('cli_1', 'ttl-nonce-xxxxxxxx', 'sig', 600)).toBe('claimed');
+    expect(await store.claim('cli_1', 'ttl-nonce-xxxxxxxx', 'sig', 600, clock.now())).toBe('claimed');
     now += 601_000;
-    expect(await store.claim('cli_1', 'ttl-nonce-xxxxxxxx', 'other', 600)).toBe('claimed');
+    expect(await store.claim('cli_1', 'ttl-nonce-xxxxxxxx', 'other', 600, clock.now())).toBe('claimed');
   });
 });
 

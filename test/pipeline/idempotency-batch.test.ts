@@ -34,7 +34,7 @@ describe.each(BACKENDS)('Idempotency-Key claims in batches, on %s', (backend) =>
   };
   const scope = (key: string) => ({ merchantId, method: 'POST', path: '/api/external/pix/cash-out', key });
 
-  it('20 new keys claimed together: one INSERT, 20 claims; their answers stored together: one UPDATE; each replays its own', async () => {
+  it('20 new keys claimed together: one INSERT, 20 claims; their answers stored together: one statement (keys completed, answers written); each replays its own', async () => {
     const r = recording(t.db);
     const store = new IdempotencyStore(r.db, systemClock);
     const keys = Array.from({ length: 20 }, () => randomUUID());
@@ -44,7 +44,7 @@ describe.each(BACKENDS)('Idempotency-Key claims in batches, on %s', (backend) =>
     expect(new Set(ids).size).toBe(20);
     expect(r.statements).toEqual(['INSERT INTO']);
     await Promise.all(claims.map((c, i) => c.kind === 'claimed' && store.complete(c.claim, { statusCode: 200, body: `{"n":${i}}` })));
-    expect(r.statements).toEqual(['INSERT INTO', 'UPDATE idempotency_keys']);
+    expect(r.statements).toEqual(['INSERT INTO', 'WITH done']);
     const replays = await Promise.all(keys.map((k) => store.claim(scope(k), `h-${k}`)));
     expect(replays).toEqual(keys.map((_, i) => ({ kind: 'replay', answer: { statusCode: 200, body: `{"n":${i}}` } })));
   });

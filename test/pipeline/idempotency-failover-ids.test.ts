@@ -40,7 +40,7 @@ describe.each(BACKENDS)('an Idempotency-Key takeover after a failover reused the
       query: {
         value: async (text: string, params?: unknown[]) => {
           const rows = await s.ctx.db.query(text, params as never);
-          if (!failedOver && /^\s*SELECT id, request_hash/.test(text)) {
+          if (!failedOver && /^\s*SELECT k\.id, k\.request_hash/.test(text)) {
             failedOver = true;
             await s.ctx.db.query('DELETE FROM idempotency_keys WHERE id = $1', [id]);
             await s.ctx.db.query(

@@ -200,7 +200,7 @@ describe.each(BACKENDS)('settlements of a delivery batch in one statement on %s'
       processing: { event: 'pix.payout.processing', marker: 'processing' },
       confirmed: { event: 'pix.payout.confirmed', marker: 'confirmed' },
     }));
-    const fresh = await repo.settleCashOuts(s.ctx.db, items.map((i) => i.notificationId), items, at);
+    const fresh = await repo.settleCashOuts(s.ctx.db, items.map((i) => ({ id: i.notificationId, at })), items, at);
     expect(fresh).toEqual(new Set(items.map((i) => i.notificationId)));
     // The acknowledged one: settled, with pix.payout.confirmed only (its processing event is the
     // acknowledgement's); one ledger transaction: two entries.

@@ -28,7 +28,7 @@ describe.each(BACKENDS)('portal edges on %s', (backend) => {
     for (const origin of ['garbage', 'http://', '://x', 'null', 'https://evil.example', 'http:// spaced']) {
       const login = await fetch(`${s.url}/portal/login`, {
         method: 'POST',
-        headers: { origin, 'content-type': 'application/x-www-form-urlencoded' },
+        headers: { origin, 'content-type': 'application/x-www-form-urlencoded', 'accept-language': 'en' },
         body: 'client_id=x&client_secret=y',
         redirect: 'manual',
       });

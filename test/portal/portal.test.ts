@@ -58,7 +58,7 @@ describe.skipIf(!haveChromium)('merchant portal in chromium', () => {
       headless: true,
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--disable-extensions', '--no-first-run', '--mute-audio'],
     });
-    context = await browser.newContext({ viewport: { width: 1100, height: 800 } });
+    context = await browser.newContext({ viewport: { width: 1100, height: 800 }, locale: 'en-US' });
     page = await context.newPage();
   }, 60_000);
 
@@ -107,13 +107,16 @@ describe.skipIf(!haveChromium)('merchant portal in chromium', () => {
     expect(lines).toHaveLength(3);
   });
 
-  it('shows a transaction with its receipt and events', async () => {
+  it('shows a transaction with its events and its receipt', async () => {
     await page.goto(`${s.url}/portal/statement?type=pix`);
     await page.locator('tbody a', { hasText: 'PIXIN' }).first().click();
     await page.getByRole('heading', { name: 'Events' }).waitFor();
     expect(await page.locator('main').first().textContent()).toContain('pix.charge.paid');
-    expect(await page.getByTestId('receipt').first().textContent()).toContain('end_to_end_id');
     await shot('transaction');
+    await page.getByTestId('receipt-link').click();
+    expect(await page.getByTestId('receipt-e2e').textContent()).toMatch(/^E\w{31}$/);
+    expect(await page.getByTestId('receipt-code').textContent()).toMatch(/^1-\w{4}-\w{4}-\w{4}-\w{4}$/);
+    await shot('receipt');
   });
 
   it('creates a charge and shows its QR code', async () => {
@@ -159,7 +162,7 @@ describe.skipIf(!haveChromium)('merchant portal in chromium', () => {
       `Object.fromEntries([...document.querySelector('form[action="/portal/tef"]').elements].filter((e) => e.name).map((e) => [e.name, e.value]))`,
     );
     expect(fields._form).toMatch(/^[A-Za-z0-9_-]{22}$/);
-    const posts = await Promise.all([1, 2].map(() => page.request.post(`${s.url}/portal/tef`, { form: fields, maxRedirects: 0 })));
+    const posts = await Promise.all([1, 2].map(() => page.request.post(`${s.url}/portal/tef`, { form: fields, maxRedirects: 0, headers: { 'accept-language': 'en-US' } })));
     expect(posts.map((r) => r.status())).toEqual([303, 303]);
     // …then submitted by a click: the page shows the first result.
     await page.getByRole('button', { name: 'Transfer' }).click();
@@ -188,7 +191,7 @@ describe.skipIf(!haveChromium)('merchant portal in chromium', () => {
         await page.reload();
         return page.getByTestId('delivery').first().textContent();
       },
-      (t) => (t ?? '').includes('delivered') && (t ?? '').includes('200'),
+      (t) => (t ?? '').includes('Delivered') && (t ?? '').includes('200'),
     );
     expect(await page.getByTestId('delivery').first().first().textContent()).toContain('{"ok":true}');
     await shot('webhook');
@@ -234,7 +237,7 @@ describe.skipIf(!haveChromium)('merchant portal in chromium', () => {
 
   it("applies the key's permissions and IP whitelist to every page", async () => {
     const reader = await merchantWithKey(s, { permissions: ['account:read'] });
-    const ctx2 = await browser.newContext();
+    const ctx2 = await browser.newContext({ locale: 'en-US' });
     const p2 = await ctx2.newPage();
     try {
       await signIn(p2, reader);
@@ -252,7 +255,7 @@ describe.skipIf(!haveChromium)('merchant portal in chromium', () => {
   });
 
   it('is readable on a phone', async () => {
-    const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true });
+    const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, locale: 'en-US' });
     const p3 = await phone.newPage();
     try {
       await signIn(p3, a);

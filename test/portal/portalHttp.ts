@@ -11,6 +11,8 @@ export interface PortalPost {
 
 export class PortalHttp {
   cookie = '';
+  /** The browser's Accept-Language (the portal answers in pt-BR or en from it). */
+  acceptLanguage = 'en-US,en;q=0.9';
 
   constructor(readonly baseUrl: string) {}
 
@@ -18,7 +20,7 @@ export class PortalHttp {
     const p = new PortalHttp(baseUrl);
     const res = await fetch(`${baseUrl}/portal/login`, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'accept-language': p.acceptLanguage },
       body: new URLSearchParams({ client_id: clientId, client_secret: clientSecret }).toString(),
       redirect: 'manual',
     });
@@ -29,7 +31,7 @@ export class PortalHttp {
   }
 
   async get(path: string): Promise<{ status: number; text: string; location: string | null }> {
-    const res = await fetch(`${this.baseUrl}${path}`, { headers: { cookie: this.cookie }, redirect: 'manual' });
+    const res = await fetch(`${this.baseUrl}${path}`, { headers: { cookie: this.cookie, 'accept-language': this.acceptLanguage }, redirect: 'manual' });
     return { status: res.status, text: await res.text(), location: res.headers.get('location') };
   }
 
@@ -48,7 +50,7 @@ export class PortalHttp {
   async post(path: string, fields: Record<string, string>, headers: Record<string, string> = {}, baseUrl = this.baseUrl): Promise<PortalPost> {
     const res = await fetch(`${baseUrl}${path}`, {
       method: 'POST',
-      headers: { cookie: this.cookie, 'content-type': 'application/x-www-form-urlencoded', ...headers },
+      headers: { cookie: this.cookie, 'content-type': 'application/x-www-form-urlencoded', 'accept-language': this.acceptLanguage, ...headers },
       body: new URLSearchParams(fields).toString(),
       redirect: 'manual',
     });

@@ -117,17 +117,17 @@ async function verifyV2(req: FastifyRequest, deps: PipelineDeps, { key, clientSe
   // their order are unchanged: a body refused here still consumes its nonce, is answered 409
   // on a conflicting nonce first, and is never counted by the limiter.
   const parsed = parseBody(signed);
-  const claim = await claimNonce(req, deps, key.client_id, nonce, expected, parsed.ok && rateLimited(req));
+  const claim = await claimNonce(req, deps, key.client_id, nonce, expected, new Date(Number(timestamp) * 1000), parsed.ok && rateLimited(req));
   if (claim === 'conflict') throw workedFalse(409, 'X-Request-Nonce was already used for a different request');
   setBody(req, signed.canonical, parsed);
 }
 
 /** Claims a v2 nonce; with `count`, and one Redis for both, stage 6 counts the request in the same round trip. */
-async function claimNonce(req: FastifyRequest, deps: PipelineDeps, clientId: string, nonce: string, expected: string, count: boolean) {
+async function claimNonce(req: FastifyRequest, deps: PipelineDeps, clientId: string, nonce: string, expected: string, signedAt: Date, count: boolean) {
   const combined = count ? deps.nonceAndRate : undefined;
   try {
-    if (!combined) return await deps.nonces.claim(clientId, nonce, expected, NONCE_TTL_SECONDS);
-    const both = await combined.nonces.claimAndHit(clientId, nonce, expected, NONCE_TTL_SECONDS, combined.counter, rateWindow(req, deps.ctx));
+    if (!combined) return await deps.nonces.claim(clientId, nonce, expected, NONCE_TTL_SECONDS, signedAt);
+    const both = await combined.nonces.claimAndHit(clientId, nonce, expected, NONCE_TTL_SECONDS, signedAt, combined.counter, rateWindow(req, deps.ctx));
     req.ext.rateLimitCounted = both.hit;
     return both.claim;
   } catch (err) {

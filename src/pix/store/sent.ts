@@ -60,9 +60,14 @@ export async function markSentWithEvents(sql: Sql, marks: readonly SentMark[]): 
        INSERT INTO outbox_events (event, merchant_id, account_id, subject, payload)
        SELECT i.event, i.merchant_id, t.account_id, t.transaction_id, i.payload FROM t JOIN items i ON i.n = t.n ORDER BY t.n RETURNING 1),
      k AS (
-       UPDATE idempotency_keys k SET status = 'completed', response_status = i.response_status, response_body = i.response_body
+       UPDATE idempotency_keys k SET status = 'completed', response_status = i.response_status
          FROM t JOIN items i ON i.n = t.n
-        WHERE k.id = i.claim_id AND k.owner_token = i.claim_token AND k.status = 'in_progress' RETURNING k.id)
+        WHERE k.id = i.claim_id AND k.owner_token = i.claim_token AND k.status = 'in_progress'
+       RETURNING k.id, k.expires_at, i.response_body),
+     -- The answer's bytes, in the day-partitioned table beside the key (migration 0910).
+     kr AS (
+       INSERT INTO idempotency_responses (key_id, expires_at, body) SELECT id, expires_at, response_body FROM k ORDER BY id
+       ON CONFLICT (key_id, expires_at) DO UPDATE SET body = EXCLUDED.body RETURNING 1)
      SELECT t.n, EXISTS (SELECT 1 FROM k JOIN items i ON i.claim_id = k.id WHERE i.n = t.n) AS recorded FROM t`,
     [json],
   );

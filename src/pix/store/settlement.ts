@@ -1,4 +1,5 @@
 import { wakeLocal, type Sql } from '../../db/db.js';
+import { dayStart } from '../../db/partitions.js';
 import { OWNED, type OwnedTransaction } from '../../transactions/records.js';
 
 /**
@@ -46,8 +47,9 @@ export interface CashOutSettlement {
 }
 
 const SETTLE_CASH_OUTS = `WITH ins AS (
-       INSERT INTO rail_inbox (notification_id, kind) SELECT id, 'payment.settled' FROM unnest($1::text[]) AS x(id)
-       ON CONFLICT (notification_id) DO NOTHING RETURNING notification_id),
+       INSERT INTO rail_inbox (notification_id, kind, notified_day)
+       SELECT id, 'payment.settled', day FROM unnest($1::text[], $4::timestamptz[]) AS x(id, day)
+       ON CONFLICT (notification_id, notified_day) DO NOTHING RETURNING notification_id),
      items AS MATERIALIZED (
        SELECT i.* FROM jsonb_to_recordset($2::jsonb) AS i(n int, notification_id text, id uuid, transaction_id text, account_id bigint,
          merchant_id bigint, amount bigint, fee_amount bigint, settled_at timestamptz, processing jsonb, confirmed jsonb)
@@ -89,8 +91,9 @@ const SETTLE_CASH_OUTS = `WITH ins AS (
 
 /**
  * The settlements of one delivery batch in ONE statement, outside any transaction (one round trip;
- * the locks held only while it runs and commits): every notification id of `notificationIds` into
- * rail_inbox (ON CONFLICT DO NOTHING: a redelivered id does nothing); for each settlement whose
+ * the locks held only while it runs and commits): every notification of `notifications` into
+ * rail_inbox, under the day of its own time `at` (ON CONFLICT DO NOTHING: a redelivered
+ * notification does nothing); for each settlement whose
  * notification was new, its record locked (id order) and, if it is not settled yet, the ledger
  * transaction (pending -> central bank + fees), the record settled (stage 3) and its events —
  * `pix.payout.processing` first when the record is still at stage 1 as of its lock (a settlement
@@ -100,7 +103,7 @@ const SETTLE_CASH_OUTS = `WITH ins AS (
  * reserve batch, never deadlock). The statement's invariants are asserted inside it
  * (`statement_assert`): it commits all of them or nothing. Returns the notification ids that were new.
  */
-export async function settleCashOuts(sql: Sql, notificationIds: readonly string[], items: readonly CashOutSettlement[], now: Date): Promise<Set<string>> {
+export async function settleCashOuts(sql: Sql, notifications: readonly { id: string; at: Date }[], items: readonly CashOutSettlement[], now: Date): Promise<Set<string>> {
   const json = JSON.stringify(
     items.map((s, n) => ({
       n,
@@ -116,7 +119,7 @@ export async function settleCashOuts(sql: Sql, notificationIds: readonly string[
       confirmed: s.confirmed,
     })),
   );
-  const [result] = await sql.query<{ fresh: string[] | null; settled: number; asserted: boolean }>(SETTLE_CASH_OUTS, [notificationIds, json, now]);
+  const [result] = await sql.query<{ fresh: string[] | null; settled: number; asserted: boolean }>(SETTLE_CASH_OUTS, [notifications.map((n) => n.id), json, now, notifications.map((n) => dayStart(n.at))]);
   if (result!.settled > 0) wakeLocal(sql, 'outbox'); // as emitEvent does
   return new Set(result!.fresh ?? []);
 }

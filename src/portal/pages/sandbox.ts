@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpError } from '../../http/errors.js';
 import { parseOrThrow } from '../../http/validation.js';
 import { getInfraction, infractionId } from '../../med/merchant.js';
@@ -7,9 +7,92 @@ import { decidePayout, openInfraction, receiveInbound, resolveInfraction, return
 import { payBrCode } from '../../sandbox/payerBank.js';
 import { inbound, pay, report, resolve, returnBody } from '../../sandbox/sandbox.api.js';
 import { one, opt, type Form } from '../formBody.js';
-import { brl, html, parseReais, type Html } from '../html.js';
+import { reaisField } from '../errors.js';
+import { field, formState, type FormState } from '../fields.js';
+import { html, type Html } from '../html.js';
+import { dictionary, formatsOf } from '../i18n.js';
+import { common } from '../messages.js';
 import { SANDBOX_PERMISSION, SANDBOX_PERMISSIONS, type ActionDone, type Portal, type SandboxForm } from '../kit.js';
 import { can, type PortalSession } from '../session.js';
+
+const M = dictionary(
+  {
+    title: 'Sandbox',
+    notPermitted: 'The sandbox panel needs one of these permissions; this API key has none:',
+    intro: 'Simulations of the other side of the PIX network, for this account only, under this API key’s permissions. Not available in production.',
+    inboundTitle: 'Receive a PIX',
+    amount: 'Amount (R$)',
+    payerName: 'Payer name',
+    receive: 'Receive',
+    payTitle: 'Pay a charge',
+    emv: 'Copy-and-paste code (EMV)',
+    pay: 'Pay',
+    infractionTitle: 'Open an infraction',
+    transaction: 'Received PIX (transaction or end-to-end id)',
+    claimed: 'Amount claimed (R$, empty: all)',
+    open: 'Open',
+    resolveTitle: 'Resolve an infraction',
+    infractionId: 'Infraction id',
+    decision: 'Decision',
+    accepted: 'accepted',
+    rejected: 'rejected',
+    cancelled: 'cancelled',
+    resolve: 'Resolve',
+    payoutTitle: 'Decide a held payout',
+    payout: 'Payout (transaction id)',
+    action: 'Action',
+    settle: 'settle',
+    reject: 'reject',
+    return: 'return',
+    returnAmount: 'Return amount (R$, empty: all)',
+    apply: 'Apply',
+    received: (amount: string, id: string) => `Received ${amount} (${id})`,
+    paid: (e2e: string) => `Paid: end-to-end id ${e2e}`,
+    opened: (id: string) => `Infraction ${id} opened`,
+    resolved: (decision: string) => `Infraction resolved: ${decision}`,
+    applied: (id: string, decision: string) => `Payout ${id}: ${decision} applied`,
+    noSuch: (id: string) => `No such transaction of this account: ${id}`,
+    choose: 'Choose settle, reject or return',
+  },
+  {
+    title: 'Sandbox',
+    notPermitted: 'O painel sandbox precisa de uma destas permissões; esta chave de API não tem nenhuma:',
+    intro: 'Simulações do outro lado da rede PIX, só para esta conta, com as permissões desta chave de API. Não disponível em produção.',
+    inboundTitle: 'Receber um PIX',
+    amount: 'Valor (R$)',
+    payerName: 'Nome do pagador',
+    receive: 'Receber',
+    payTitle: 'Pagar uma cobrança',
+    emv: 'PIX copia e cola (EMV)',
+    pay: 'Pagar',
+    infractionTitle: 'Abrir uma infração',
+    transaction: 'PIX recebido (id da transação ou end-to-end)',
+    claimed: 'Valor contestado (R$; vazio: tudo)',
+    open: 'Abrir',
+    resolveTitle: 'Resolver uma infração',
+    infractionId: 'Id da infração',
+    decision: 'Decisão',
+    accepted: 'aceita',
+    rejected: 'rejeitada',
+    cancelled: 'cancelada',
+    resolve: 'Resolver',
+    payoutTitle: 'Decidir um pagamento retido',
+    payout: 'Pagamento (id da transação)',
+    action: 'Ação',
+    settle: 'liquidar',
+    reject: 'rejeitar',
+    return: 'devolver',
+    returnAmount: 'Valor devolvido (R$; vazio: tudo)',
+    apply: 'Aplicar',
+    received: (amount, id) => `Recebido ${amount} (${id})`,
+    paid: (e2e) => `Pago: id end-to-end ${e2e}`,
+    opened: (id) => `Infração ${id} aberta`,
+    resolved: (decision) => `Infração resolvida: ${decision}`,
+    applied: (id, decision) => `Pagamento ${id}: ${decision} aplicado`,
+    noSuch: (id) => `Esta conta não tem a transação ${id}`,
+    choose: 'Escolha liquidar, rejeitar ou devolver',
+  },
+);
 
 /**
  * The sandbox panel (not in production): simulations of the other side of the PIX network for the
@@ -25,22 +108,23 @@ function sandboxPanel(app: FastifyInstance, portal: Portal) {
   const { layout, page, csrfField } = portal;
   app.get('/portal/sandbox', async (req, reply) => {
     const s = req.portal!;
+    const m = M(req.i18n);
     if (!SANDBOX_PERMISSIONS.some((p) => can(s, p))) {
-      return page(reply, layout(req, 'Not permitted', html`<p>The sandbox panel needs one of the permissions ${SANDBOX_PERMISSIONS.map((p, i) => html`${i ? ', ' : ''}<code>${p}</code>`)}; this API key has none.</p>`), 403);
+      return page(reply, layout(req, common(req.i18n).notPermitted, html`<p>${m.notPermitted} ${SANDBOX_PERMISSIONS.map((p, i) => html`${i ? ', ' : ''}<code>${p}</code>`)}</p>`), 403);
     }
-    const form = (path: SandboxForm, title: string, fields: Html, button: string) =>
+    const form = (path: SandboxForm, title: string, fields: (st: FormState) => Html, button: string) =>
       can(s, SANDBOX_PERMISSION[path])
-        ? html`<form class="stack card" method="post" action="/portal/sandbox/${path}">${csrfField(req)}<h2>${title}</h2>${fields}<button type="submit">${button}</button></form>`
+        ? html`<form class="stack card" method="post" action="/portal/sandbox/${path}">${csrfField(req)}<h2>${title}</h2>${fields(formState(req, `/portal/sandbox/${path}`))}<button type="submit">${button}</button></form>`
         : html``;
-    const body = html`<p class="muted">Simulations of the other side of the PIX network, for this account only, under this API key’s permissions. Not available in production.</p>
+    const body = html`<p class="muted">${m.intro}</p>
 <div class="grid">
-${form('inbound', 'Receive a PIX', html`<label>Amount (R$) <input name="amount" inputmode="decimal" required pattern="[0-9.,]+"></label><label>Payer name <input name="payer_name" maxlength="100"></label>`, 'Receive')}
-${form('pay', 'Pay a charge', html`<label>Copy-and-paste code (EMV) <textarea name="emv" rows="3" required></textarea></label>`, 'Pay')}
-${form('infraction', 'Open an infraction', html`<label>Received PIX (transaction or end-to-end id) <input name="transaction" required></label><label>Amount claimed (R$, empty: all) <input name="amount" inputmode="decimal"></label>`, 'Open')}
-${form('resolve', 'Resolve an infraction', html`<label>Infraction id <input name="infraction_id" required></label><label>Decision <select name="decision"><option>accepted</option><option>rejected</option><option>cancelled</option></select></label>`, 'Resolve')}
-${form('payout', 'Decide a held payout', html`<label>Payout (transaction id) <input name="transaction" required></label><label>Action <select name="decision"><option>settle</option><option>reject</option><option>return</option></select></label><label>Return amount (R$, empty: all) <input name="amount" inputmode="decimal"></label>`, 'Apply')}
+${form('inbound', m.inboundTitle, (st) => html`${field(st, { name: 'amount', label: m.amount, required: true, inputmode: 'decimal', pattern: '[0-9.,]+' })}${field(st, { name: 'payer_name', label: m.payerName, maxlength: 100 })}`, m.receive)}
+${form('pay', m.payTitle, (st) => field(st, { name: 'emv', label: m.emv, rows: 3, required: true }), m.pay)}
+${form('infraction', m.infractionTitle, (st) => html`${field(st, { name: 'transaction', label: m.transaction, required: true })}${field(st, { name: 'amount', label: m.claimed, inputmode: 'decimal' })}`, m.open)}
+${form('resolve', m.resolveTitle, (st) => html`${field(st, { name: 'infraction_id', label: m.infractionId, required: true })}${field(st, { name: 'decision', label: m.decision, options: [['accepted', m.accepted], ['rejected', m.rejected], ['cancelled', m.cancelled]] })}`, m.resolve)}
+${form('payout', m.payoutTitle, (st) => html`${field(st, { name: 'transaction', label: m.payout, required: true })}${field(st, { name: 'decision', label: m.action, options: [['settle', m.settle], ['reject', m.reject], ['return', m.return]] })}${field(st, { name: 'amount', label: m.returnAmount, inputmode: 'decimal' })}`, m.apply)}
 </div>`;
-    return page(reply, layout(req, 'Sandbox', body, '/portal/sandbox'));
+    return page(reply, layout(req, m.title, body, '/portal/sandbox'));
   });
 }
 
@@ -48,56 +132,58 @@ ${form('payout', 'Decide a held payout', html`<label>Payout (transaction id) <in
 function sandboxActions(app: FastifyInstance, portal: Portal, sim: SimulatedRail) {
   const { ctx, forbidden } = portal;
 
-  const ownTransaction = async (s: PortalSession, id: string, kinds: string[]) => {
+  const ownTransaction = async (req: FastifyRequest, s: PortalSession, id: string, kinds: string[]) => {
     const [row] = await ctx.db.query<{ transaction_id: string; end_to_end_id: string | null }>(
       'SELECT transaction_id, end_to_end_id FROM transactions WHERE account_id = $1 AND (transaction_id = $2 OR end_to_end_id = $2) AND kind = ANY($3::text[])',
       [s.accountId, id.trim(), kinds],
     );
-    if (!row) throw new HttpError(404, { detail: `No such transaction of this account: ${id}` });
+    if (!row) throw new HttpError(404, { detail: M(req.i18n).noSuch(id) });
     return row;
   };
-  const centsOf = (f: Form, name: string) => (opt(f, name) === undefined ? undefined : (parseReais(opt(f, name)) ?? -1));
+  const centsOf = (f: Form, name: string) => reaisField(f, name, true);
 
   /**
    * A sandbox form: the key's permission for it, then the simulation itself (src/sandbox/actions.ts),
    * run as the merchant's action (a form action, logged with the key) — not through the operator's
    * sandbox API, whose calls are operator writes.
    */
-  const sandboxForm = (name: SandboxForm, run: (s: PortalSession, f: Form) => Promise<ActionDone>) =>
+  const sandboxForm = (name: SandboxForm, run: (s: PortalSession, f: Form, m: ReturnType<typeof M>, req: FastifyRequest) => Promise<ActionDone>) =>
     app.post(`/portal/sandbox/${name}`, async (req, reply) => {
       const s = req.portal!;
       if (!can(s, SANDBOX_PERMISSION[name])) return forbidden(req, reply, SANDBOX_PERMISSION[name]);
-      return portal.action(req, reply, '/portal/sandbox', () => run(s, req.body as Form));
+      const m = M(req.i18n);
+      const labels = { amount: name === 'infraction' ? m.claimed : name === 'payout' ? m.returnAmount : m.amount, payer_name: m.payerName, emv: m.emv, transaction: name === 'payout' ? m.payout : m.transaction, infraction_id: m.infractionId, decision: m.decision };
+      return portal.action(req, reply, '/portal/sandbox', () => run(s, req.body as Form, m, req), labels);
     });
 
-  sandboxForm('inbound', async (s, f) => {
-    const body = parseOrThrow(inbound, { account_id: s.accountId, amount: parseReais(one(f, 'amount')) ?? -1, ...(opt(f, 'payer_name') ? { payer_name: opt(f, 'payer_name') } : {}) });
+  sandboxForm('inbound', async (s, f, m, req) => {
+    const body = parseOrThrow(inbound, { account_id: s.accountId, amount: reaisField(f, 'amount'), ...(opt(f, 'payer_name') ? { payer_name: opt(f, 'payer_name') } : {}) });
     const r = await receiveInbound(ctx, sim, { accountId: s.accountId, amountCents: body.amount, payerName: body.payer_name });
-    return `Received ${brl(r.amount)} (${r.transaction_id})`;
+    return m.received(formatsOf(req.i18n).brl(r.amount), r.transaction_id);
   });
-  sandboxForm('pay', async (s, f) => {
+  sandboxForm('pay', async (s, f, m) => {
     const body = parseOrThrow(pay, { emv: (one(f, 'emv') ?? '').trim() });
     const r = await payBrCode(ctx, sim, { emv: body.emv, amountCents: undefined, payerName: undefined, payerDocument: undefined, payerIspb: undefined, onlyAccountId: s.accountId });
-    return `Paid: end-to-end id ${r.end_to_end_id}`;
+    return m.paid(r.end_to_end_id);
   });
-  sandboxForm('infraction', async (s, f) => {
-    const row = await ownTransaction(s, one(f, 'transaction') ?? '', ['pix_in', 'charge']);
+  sandboxForm('infraction', async (s, f, m, req) => {
+    const row = await ownTransaction(req, s, one(f, 'transaction') ?? '', ['pix_in', 'charge']);
     const cents = centsOf(f, 'amount');
     const body = parseOrThrow(report, { end_to_end_id: row.end_to_end_id ?? '', ...(cents === undefined ? {} : { amount: cents }) });
     const r = await openInfraction(ctx, sim, { endToEndId: body.end_to_end_id, amountCents: body.amount });
-    return { redirect: `/portal/med/${r.id}`, message: `Infraction ${r.id} opened` };
+    return { redirect: `/portal/med/${r.id}`, message: m.opened(r.id) };
   });
-  sandboxForm('resolve', async (s, f) => {
+  sandboxForm('resolve', async (s, f, m) => {
     const id = (one(f, 'infraction_id') ?? '').trim();
     await getInfraction(ctx, s.accountId, id); // this account's only
     const { decision } = parseOrThrow(resolve, { decision: one(f, 'decision') });
     await resolveInfraction(ctx, sim, infractionId(id), decision);
-    return { redirect: `/portal/med/${encodeURIComponent(id.toLowerCase())}`, message: `Infraction resolved: ${decision}` };
+    return { redirect: `/portal/med/${encodeURIComponent(id.toLowerCase())}`, message: m.resolved(decision) };
   });
-  sandboxForm('payout', async (s, f) => {
-    const row = await ownTransaction(s, one(f, 'transaction') ?? '', ['cash_out']);
+  sandboxForm('payout', async (s, f, m, req) => {
+    const row = await ownTransaction(req, s, one(f, 'transaction') ?? '', ['cash_out']);
     const decision = one(f, 'decision');
-    if (decision !== 'settle' && decision !== 'reject' && decision !== 'return') throw new HttpError(400, { detail: 'Choose settle, reject or return' });
+    if (decision !== 'settle' && decision !== 'reject' && decision !== 'return') throw new HttpError(400, { detail: m.choose });
     if (decision === 'return') {
       const cents = centsOf(f, 'amount');
       const r = await returnPayout(ctx, sim, row.transaction_id, parseOrThrow(returnBody, cents === undefined ? undefined : { amount: cents })?.amount);
@@ -105,6 +191,6 @@ function sandboxActions(app: FastifyInstance, portal: Portal, sim: SimulatedRail
     } else {
       await decidePayout(ctx, sim, row.transaction_id, decision);
     }
-    return { redirect: `/portal/transactions/${encodeURIComponent(row.transaction_id)}`, message: `Payout ${row.transaction_id}: ${decision} applied` };
+    return { redirect: `/portal/transactions/${encodeURIComponent(row.transaction_id)}`, message: m.applied(row.transaction_id, decision) };
   });
 }
