@@ -226,6 +226,8 @@ describe.skipIf(!standard).each(BACKENDS)(`API Pix cob and loc on %s${standard ?
     expect(unknown.status).toBe(404);
     expect(unknown.body.type).toBe(`${ERR}PayloadLocationNaoEncontrado`);
     expect((await pix.delete('/loc/abc/txid')).status).toBe(404);
+    expect((await pix.delete('/loc/%00/txid')).status).toBe(404); // a malformed URL names no location
+    expect((await pix.get('/loc/%E0%A4%A')).status).toBe(400);
     const bad = await pix.post('/loc', { tipoCob: 'cobr' });
     expect(bad.status).toBe(400);
     expect(bad.body.type).toBe(`${ERR}PayloadLocationOperacaoInvalida`);

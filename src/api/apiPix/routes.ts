@@ -41,7 +41,10 @@ export function apiPixRoutes(ctx: AppContext) {
         installBearerPipeline(v2, ctx);
         v2.setNotFoundHandler((req: FastifyRequest, reply: FastifyReply) => {
           const malformed = malformedUrlMessage(req);
-          const answer = malformed !== null ? pixProblem(400, 'RequisicaoInvalida', malformed) : pixProblem(404, 'NaoEncontrado', 'Recurso não encontrado');
+          // A malformed URL is 400, as every write and read of the standard lists; the one DELETE
+          // (a location's txid) lists no 400, and such a URL names no location: 404.
+          const answer =
+            malformed !== null && req.method !== 'DELETE' ? pixProblem(400, 'RequisicaoInvalida', malformed) : pixProblem(404, 'NaoEncontrado', malformed ?? 'Recurso não encontrado');
           return reply.code(answer.statusCode).headers(answer.headers).send(answer.body);
         });
         for (const group of V2_GROUPS) await group(v2, ctx);
