@@ -13,6 +13,7 @@ import { genRequestId } from './http/requestId.js';
 import { metricsRoutes } from './api/metrics.routes.js';
 import { openApiRoutes } from './openapi/routes.js';
 import { portalRoutes } from './portal/routes.js';
+import { consoleRoutes } from './console/routes.js';
 
 /** Largest request body accepted anywhere (JSON payloads of this API are small). */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -74,5 +75,6 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   await app.register(apiPixRoutes(ctx), { prefix: '/api/pix' });
   await app.register(apiPixPayloadRoutes(ctx));
   await app.register(portalRoutes(ctx));
+  if (ctx.config.consoleEnabled) await app.register(consoleRoutes(ctx));
   return app;
 }

@@ -31,6 +31,8 @@ export interface Config {
   adminToken: string;
   /** True when the admin token was generated at start (local only) and must be printed. */
   adminTokenGenerated: boolean;
+  /** The operator console at /console (docs/console.md): CONSOLE_ENABLED, default on except in production. */
+  consoleEnabled: boolean;
   rateLimitPerMinute: number;
   trustedProxies: IpRule[];
   /** Lower-cased `host` or `host:port` entries exempt from the private-destination rule of webhooks. */
@@ -369,6 +371,7 @@ export function parseConfig(env: Env = process.env): Config {
     readyzRedis,
     adminToken,
     adminTokenGenerated,
+    consoleEnabled: consoleEnabled(nonEmpty(env, 'CONSOLE_ENABLED'), appEnv),
     rateLimitPerMinute: readInt(env, 'RATE_LIMIT_PER_MINUTE', 90000, 1, 100_000_000),
     trustedProxies,
     webhookAllowedHosts,
@@ -398,4 +401,12 @@ function readLocationHost(value: string | undefined, port: number): string {
   if (value === undefined) return port === 0 ? 'localhost' : `localhost:${port}`;
   if (!/^[A-Za-z0-9.-]{1,40}(:\d{1,5})?$/.test(value)) throw new ConfigError('API_PIX_LOCATION_HOST must be a host name with an optional :port (no scheme, no path), at most 40 characters');
   return value;
+}
+
+/** CONSOLE_ENABLED: `true`/`false`; unset → on in local and homologation, off in production. */
+function consoleEnabled(raw: string | undefined, appEnv: AppEnv): boolean {
+  if (raw === undefined) return appEnv !== 'production';
+  if (raw === 'true') return true;
+  if (raw === 'false') return appEnv === 'local'; // always on in local mode (issue 29)
+  throw new ConfigError(`CONSOLE_ENABLED must be true or false; got "${raw}"`);
 }

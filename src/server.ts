@@ -22,6 +22,7 @@ import { DurableNonces, MemoryNonceStore, RedisNonceStore } from './auth/nonceSt
 import { IdempotencyStore } from './external/idempotency.js';
 import type { ExternalPlugin } from './api/external.routes.js';
 import { periodicWorker } from './lib/periodic.js';
+import { graceWorker } from './auth/keyLifecycle.js';
 import { chargeWorkers } from './pix/cashin/charges.js';
 import { MemoryFixedWindow, RedisFixedWindow } from './ratelimit/fixedWindow.js';
 import { closeRedis, openRedis } from './ratelimit/redisClient.js';
@@ -211,7 +212,7 @@ function addWorkers(ctx: AppContext, simulator: SimulatedRail): void {
   // the PIX recovery, the webhook dispatcher); the others send it their wake-ups
   // (src/lib/clusterWakes.ts). Every process sends webhook deliveries.
   const backgroundLoops = runsBackgroundLoops();
-  if (backgroundLoops) ctx.workers.push(...ctx.rail.workers(), ...pixWorkers(background), ...webhookWorkers(background));
+  if (backgroundLoops) ctx.workers.push(...ctx.rail.workers(), ...pixWorkers(background), ...webhookWorkers(background), graceWorker(background));
   else ctx.workers.push(wakeForwarder(db, simulator, [WAKE.outbox]), webhookSender(background));
   if (backgroundLoops && cluster.isWorker) ctx.workers.push(wakeReceiver((name) => wakeLocal(db, name), simulator));
   log.info(

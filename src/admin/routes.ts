@@ -1,7 +1,8 @@
 import { notFoundHandler } from '../http/errorHandler.js';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { tefAdminRoutes } from '../api/tef/routes.js';
-import { createApiKey, revokeApiKey, updateApiKey, apiKeyView } from '../auth/apiKeys.js';
+import { createApiKey, updateApiKey, apiKeyView } from '../auth/apiKeys.js';
+import { revokeKey } from '../auth/keyLifecycle.js';
 import { createCentralKey } from '../auth/centralKeys.js';
 import { constantTimeEqual } from '../auth/secrets.js';
 import type { AppContext } from '../context.js';
@@ -128,7 +129,10 @@ function apiKeyRoutes(app: FastifyInstance, ctx: AppContext) {
 
   mount(app, api.revokeApiKey, async (req) => {
     const { client_id } = parseOrThrow(S.clientIdParam, req.params);
-    const key = await revokeApiKey(ctx.db, client_id);
+    // The merchant hears of it (api_key.revoked) and its audit log records it; creation by the
+    // operator is the merchant's onboarding and fires nothing (docs/decisions.md, issue 28).
+    const ip = resolveClientIp(req.socket.remoteAddress ?? '', req.headers['x-forwarded-for'], ctx.config.trustedProxies);
+    const key = await revokeKey(ctx, { type: 'operator', id: 'admin-api', ip }, null, client_id);
     ctx.credentials.invalidate(`key:${client_id}`);
     return { client_id: key.client_id, active: key.active };
   });

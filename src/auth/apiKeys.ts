@@ -20,6 +20,12 @@ export interface ApiKeyRow {
   revoked_at: Date | null;
   /** SHA-256 (hex) of the TLS client certificate bound to the key for the API Pix façade (migration 1020). */
   api_pix_cert_sha256: string | null;
+  /** A label the merchant gives the key (migration 1600). */
+  name: string;
+  /** The secret before the last rotation, accepted until `previous_secret_expires_at` (the grace). */
+  previous_secret_hash: string | null;
+  previous_secret_expires_at: Date | null;
+  rotated_at: Date | null;
 }
 
 export interface CreateApiKeyInput {
@@ -29,36 +35,41 @@ export interface CreateApiKeyInput {
   ipWhitelist: string[];
   expiresAt?: Date | null;
   hmac?: boolean;
+  name?: string;
 }
 
 /** Creates a key; the plaintext secret exists only in the returned value. */
 export async function createApiKey(db: Database, input: CreateApiKeyInput): Promise<{ key: ApiKeyRow; clientSecret: string }> {
-  return db.transaction(async (tx) => {
-    const merchant = await merchants.findMerchant(tx, input.merchantId);
-    if (!merchant) throw invalidFields({ merchant_id: ['does not exist'] });
-    if (input.accountId != null) {
-      const account = await merchants.findAccount(tx, input.accountId);
-      if (!account || account.merchant_id !== merchant.id) {
-        throw invalidFields({ account_id: ['does not belong to the merchant'] });
-      }
+  return db.transaction((tx) => insertApiKey(tx, input));
+}
+
+/** createApiKey inside the caller's transaction (src/auth/keyLifecycle.ts adds its event and audit row). */
+export async function insertApiKey(tx: Sql, input: CreateApiKeyInput): Promise<{ key: ApiKeyRow; clientSecret: string }> {
+  const merchant = await merchants.findMerchant(tx, input.merchantId);
+  if (!merchant) throw invalidFields({ merchant_id: ['does not exist'] });
+  if (input.accountId != null) {
+    const account = await merchants.findAccount(tx, input.accountId);
+    if (!account || account.merchant_id !== merchant.id) {
+      throw invalidFields({ account_id: ['does not belong to the merchant'] });
     }
-    const clientSecret = newSecret('sk_');
-    const [key] = await tx.query<ApiKeyRow>(
-      `INSERT INTO api_keys (client_id, secret_hash, merchant_id, account_id, permissions, ip_whitelist, hmac_enabled, expires_at)
-       VALUES ($1, $2, $3, $4, $5::text[], $6::text[], $7, $8) RETURNING *`,
-      [
-        newClientId(),
-        secretDigest(clientSecret),
-        merchant.id,
-        input.accountId ?? null,
-        input.permissions,
-        input.ipWhitelist,
-        input.hmac ?? true,
-        input.expiresAt ?? null,
-      ],
-    );
-    return { key: key!, clientSecret };
-  });
+  }
+  const clientSecret = newSecret('sk_');
+  const [key] = await tx.query<ApiKeyRow>(
+    `INSERT INTO api_keys (client_id, secret_hash, merchant_id, account_id, permissions, ip_whitelist, hmac_enabled, expires_at, name)
+     VALUES ($1, $2, $3, $4, $5::text[], $6::text[], $7, $8, $9) RETURNING *`,
+    [
+      newClientId(),
+      secretDigest(clientSecret),
+      merchant.id,
+      input.accountId ?? null,
+      input.permissions,
+      input.ipWhitelist,
+      input.hmac ?? true,
+      input.expiresAt ?? null,
+      input.name ?? '',
+    ],
+  );
+  return { key: key!, clientSecret };
 }
 
 export interface ApiKeyPatch {
@@ -80,16 +91,6 @@ export async function updateApiKey(db: Database, clientId: string, patch: ApiKey
        updated_at = now()
      WHERE client_id = $1 RETURNING *`,
     [clientId, patch.permissions ?? null, patch.ipWhitelist ?? null, patch.expiresAt !== undefined, patch.expiresAt ?? null, patch.apiPixCertSha256 !== undefined, patch.apiPixCertSha256 ?? null],
-  );
-  if (!key) throw new DomainError('not_found', { message: 'API key not found' });
-  return key;
-}
-
-export async function revokeApiKey(db: Database, clientId: string): Promise<ApiKeyRow> {
-  const [key] = await db.query<ApiKeyRow>(
-    `UPDATE api_keys SET active = false, revoked_at = COALESCE(revoked_at, now()), updated_at = now()
-     WHERE client_id = $1 RETURNING *`,
-    [clientId],
   );
   if (!key) throw new DomainError('not_found', { message: 'API key not found' });
   return key;

@@ -54,8 +54,20 @@ export async function authenticate(findKey: KeyLookup, clock: Clock, header: str
   const key = /^cli_[A-Za-z0-9]+$/.test(presented.clientId) ? await findKey(presented.clientId) : undefined;
   // Hash even when the key does not exist, so timing does not tell the two cases apart.
   const digest = secretDigest(presented.clientSecret);
-  if (!key || !digestEquals(digest, key.secret_hash)) return { refused: 'invalidCredentials' };
+  if (!key || !secretMatches(key, digest, clock.now())) return { refused: 'invalidCredentials' };
   if (!key.active) return { refused: 'inactiveKey' };
   if (key.expires_at && key.expires_at.getTime() <= clock.now().getTime()) return { refused: 'expiredKey' };
   return { key, clientSecret: presented.clientSecret };
+}
+
+/**
+ * The presented secret's digest is the key's secret, or its previous secret while the rotation's
+ * grace lasts (`previous_secret_expires_at`, checked against the clock on every request, so the
+ * end of the grace needs no cache invalidation). Both compares always run (constant time).
+ */
+export function secretMatches(key: Pick<KeyWithAccount, 'secret_hash' | 'previous_secret_hash' | 'previous_secret_expires_at'>, digest: string, now: Date): boolean {
+  const current = digestEquals(digest, key.secret_hash);
+  const previous = key.previous_secret_hash !== null && digestEquals(digest, key.previous_secret_hash);
+  const inGrace = key.previous_secret_expires_at !== null && key.previous_secret_expires_at.getTime() > now.getTime();
+  return current || (previous && inGrace);
 }

@@ -1,6 +1,6 @@
 /**
- * The event catalog of the spec's Events table: each event name, the `status` its body carries,
- * and whether it fires. `pix.return.received` is a subscription alias of `pix.payout.returned`.
+ * The event catalog of the spec's Events table, and the API key events pixgate adds (issue 28):
+ * each event name, the `status` its body carries, and whether it fires. `pix.return.received` is a subscription alias of `pix.payout.returned`.
  */
 export interface CatalogEntry {
   event: string;
@@ -32,6 +32,11 @@ export const EVENT_CATALOG: readonly CatalogEntry[] = [
   { event: 'tef.transfer.sent', status: 'settled', description: 'Transfer between accounts settled for the source account', firing: 'active' },
   { event: 'tef.transfer.received', status: 'settled', description: 'Transfer between accounts settled for the destination account', firing: 'active' },
   { event: 'tef.transfer.failed', status: 'failed', description: 'Transfer rejected or not settled', firing: 'active' },
+  // API key events (not in the spec's table; docs/webhooks.md "API key events", docs/decisions.md).
+  { event: 'api_key.created', status: 'active', description: 'An API key was created (its secret is never sent)', firing: 'active' },
+  { event: 'api_key.rotated', status: 'active', description: 'An API key got a new secret; the old one works until previous_secret_expires_at', firing: 'active' },
+  { event: 'api_key.rotation_completed', status: 'active', description: 'The grace period of a rotation ended: the old secret is refused', firing: 'active' },
+  { event: 'api_key.revoked', status: 'revoked', description: 'An API key was revoked: refused from now on', firing: 'active' },
   { event: 'webhook.test', status: 'test', description: 'Manual test, fired only from the administration or merchant portals', firing: 'manual' },
 ];
 

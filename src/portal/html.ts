@@ -99,4 +99,6 @@ table.timeline td.when{white-space:nowrap}table.timeline td.detail{overflow-wrap
 tr.attempt-detail td{border-bottom:1px solid var(--line);padding-top:0}h3{font-size:1rem;margin:.6rem 0 .3rem}
 @media (max-width:600px){main{padding:.6rem}.hide-sm{display:none}.show-sm{display:block;font-size:.85rem;margin-top:.2rem}h1{font-size:1.2rem}th,td{padding:.4rem .3rem}table.fields th{width:auto}.receipt dl{grid-template-columns:1fr}table.timeline td.when{white-space:normal}}
 @media print{header,nav,footer,.no-print,.skip{display:none!important}body{background:#fff}main{max-width:none;padding:0}.card{border:0;padding:0}.receipt{max-width:none}}
+@media (max-width:600px){table.cards thead{display:none}table.cards tr{display:block;border-bottom:1px solid var(--line);padding:.4rem 0}table.cards td{display:block;border:0;padding:.15rem .6rem}table.cards td[data-label]::before{content:attr(data-label);display:block;font-size:.78rem;color:var(--muted);font-weight:600}.scroll:has(table.cards){overflow:visible}}
+td form.inline{margin:.15rem 0}table.roles td.mono{white-space:nowrap}table.roles th,table.roles td{text-align:center}table.roles td.mono,table.roles th:first-child{text-align:left}
 `;

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Permission } from '../auth/permissions.js';
+import type { Capability } from '../auth/roles.js';
 import type { AppContext } from '../context.js';
 import type { Sql } from '../db/db.js';
 import { idempotencyScopePath } from '../external/stages/request.js';
@@ -13,6 +14,7 @@ import { html, Html } from './html.js';
 import { can, setFlash, type PortalSession } from './session.js';
 import { LOCALES, type Locale, type PortalLocale } from './i18n.js';
 import { common, statusLabel } from './messages.js';
+import { teamText } from './pages/teamText.js';
 
 /**
  * What every page of the portal shares (docs/portal.md): the page frame with its navigation, the
@@ -30,9 +32,9 @@ declare module 'fastify' {
 
 interface NavItem {
   path: string;
-  label: 'navBalance' | 'navStatement' | 'navCharge' | 'navTef' | 'navWebhooks' | 'navMed' | 'navSandbox';
+  label: 'navBalance' | 'navStatement' | 'navCharge' | 'navTef' | 'navWebhooks' | 'navMed' | 'navSandbox' | 'navKeys' | 'navTeam';
   /** The page opens with this permission, or with any of these. */
-  permission: Permission | readonly Permission[];
+  permission: Capability | readonly Capability[];
 }
 
 /**
@@ -58,6 +60,8 @@ const NAV: NavItem[] = [
   { path: '/portal/tef', label: 'navTef', permission: 'transfer:write' },
   { path: '/portal/webhooks', label: 'navWebhooks', permission: 'account:read' },
   { path: '/portal/med', label: 'navMed', permission: 'payment:read' },
+  { path: '/portal/keys', label: 'navKeys', permission: 'keys:read' },
+  { path: '/portal/team', label: 'navTeam', permission: ['members:read', 'account:write'] },
 ];
 
 /** A status as a badge, named in the page's language (its class is the status itself). */
@@ -87,10 +91,10 @@ export interface Portal {
   /** The hidden fields of every form: the session's CSRF token and a new one-time form id. */
   csrfField(req: FastifyRequest): Html;
   page(reply: FastifyReply, text: string, status?: number): FastifyReply;
-  forbidden(req: FastifyRequest, reply: FastifyReply, permission: Permission): FastifyReply;
+  forbidden(req: FastifyRequest, reply: FastifyReply, permission: Capability): FastifyReply;
   clientIp(req: FastifyRequest): string;
   /** The session's key as the merchant API's principal. */
-  principalOf(s: PortalSession): { clientId: string; merchantId: number; accountId: number; keyAccountId: number | null; permissions: readonly string[] };
+  principalOf(s: PortalSession): { clientId: string | null; merchantId: number; accountId: number; keyAccountId: number | null; permissions: readonly string[] };
   /**
    * Runs a form action once per form id (src/portal/forms.ts): the first post runs it, a repeat
    * gets the first outcome. The outcome is shown on the page it redirects to (`back` by default).
@@ -143,7 +147,7 @@ export function portalKit(ctx: AppContext, withSandbox: boolean): Portal {
 <body><a class="skip" href="#main">${m.skip}</a>
 <header><a class="brand" href="/portal">${m.brand}</a>${languageSwitch(req)}${
       s
-        ? html`<span class="muted mono who" title="${m.apiKey}">${s.key.client_id} · ${m.account(s.accountId)}</span>
+        ? html`<span class="muted mono who" title="${s.member ? s.member.role : m.apiKey}">${s.member ? s.member.email : s.key.client_id} · ${m.account(s.accountId)}</span>
 <form method="post" action="/portal/logout"><input type="hidden" name="_csrf" value="${s.csrf}"><button type="submit">${m.signOut}</button></form>`
         : ''
     }</header>
@@ -162,7 +166,15 @@ ${links.length ? html`<nav aria-label="Portal">${links.map((n) => html`<a href="
       html`<input type="hidden" name="_csrf" value="${req.portal!.csrf}"><input type="hidden" name="${FORM_FIELD}" value="${newFormId()}">`,
     page,
     forbidden: (req, reply, permission) =>
-      page(reply, layout(req, common(req.i18n).notPermitted, html`<p>${common(req.i18n).notPermittedText(permission)}</p>`), 403),
+      page(
+        reply,
+        layout(
+          req,
+          common(req.i18n).notPermitted,
+          html`<p>${req.portal?.member ? teamText(req.i18n).notPermittedRole(teamText(req.i18n).roleName(req.portal.member.role), permission) : common(req.i18n).notPermittedText(permission)}</p>`,
+        ),
+        403,
+      ),
     clientIp: (req) => resolveClientIp(req.socket.remoteAddress ?? '', req.headers['x-forwarded-for'], ctx.config.trustedProxies),
     principalOf: (s) => ({
       clientId: s.key.client_id,

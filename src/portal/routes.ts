@@ -15,7 +15,10 @@ import { transactionPage } from './pages/transaction.js';
 import { receiptPages } from './pages/receipt.js';
 import { timelinePage } from './pages/timeline.js';
 import { webhookPages } from './pages/webhooks.js';
-import { csrfMatches, endSession, loadSession, readCookie } from './session.js';
+import { csrfMatches, endSession, loadSession, readCookie, type PortalSession } from './session.js';
+import { keyPages } from './pages/keys.js';
+import { memberSignInPages } from './pages/memberSignIn.js';
+import { teamPages } from './pages/team.js';
 import { isLocale, isTimeZone, LOCALE_COOKIE, localeOf, TIME_ZONE_COOKIE, type PortalLocale } from './i18n.js';
 import { common } from './messages.js';
 
@@ -57,6 +60,9 @@ export function portalRoutes(ctx: AppContext) {
     app.get('/portal/assets/portal.css', async (_req, reply) => reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(PORTAL_CSS));
 
     signInPages(app, portal);
+    memberSignInPages(app, portal);
+    keyPages(app, portal);
+    teamPages(app, portal);
     balancePage(app, portal);
     statementPages(app, portal);
     transactionPage(app, portal);
@@ -75,8 +81,16 @@ export function portalRoutes(ctx: AppContext) {
   };
 }
 
-/** Pages that need no session: sign-in, the language switch, a receipt's verification. */
-const PUBLIC_PATHS = new Set(['/portal/login', '/portal/language', '/portal/receipts/verify']);
+/** Pages that need no session: sign-in (key or member), the language switch, a receipt's verification (and an invitation's link). */
+const PUBLIC_PATHS = new Set(['/portal/login', '/portal/signin', '/portal/language', '/portal/receipts/verify']);
+const SECOND_FACTOR_PATHS = new Set(['/portal/signin/totp', '/portal/account/totp', '/portal/logout']);
+
+/** Where a member must go before any other page, or null. */
+function secondFactorPage(s: PortalSession): string | null {
+  if (!s.member) return null;
+  if (s.mfaPending) return s.member.totp ? '/portal/signin/totp' : '/portal/account/totp';
+  return s.requireTotp && !s.member.totp ? '/portal/account/totp' : null;
+}
 
 /** The security headers of every answer, and the session and CSRF checks before every page. */
 function guardPages(app: FastifyInstance, portal: Portal) {
@@ -108,7 +122,7 @@ function guardPages(app: FastifyInstance, portal: Portal) {
     if (req.method === 'POST' && !sameOrigin(req.headers.origin, req.headers.host)) {
       return page(reply, layout(req, common(req.i18n).refused, html`<p>${common(req.i18n).crossSite}</p>`), 403);
     }
-    if (PUBLIC_PATHS.has(path) || path.startsWith('/portal/assets/')) return;
+    if (PUBLIC_PATHS.has(path) || path.startsWith('/portal/assets/') || path.startsWith('/portal/invite/')) return;
     const loaded = await loadSession(ctx, req, portal.clientIp(req));
     if (typeof loaded === 'string') {
       if (loaded !== 'none') await endSession(ctx, reply, null);
@@ -116,6 +130,10 @@ function guardPages(app: FastifyInstance, portal: Portal) {
       return reply.redirect(`/portal/login${why ? `?why=${why}` : ''}`, 303);
     }
     req.portal = loaded;
+    // A member past the password but not yet the second factor (or required to set one up) opens
+    // only the second-factor pages.
+    const factorPage = secondFactorPage(loaded);
+    if (factorPage && !SECOND_FACTOR_PATHS.has(path)) return reply.redirect(factorPage, 303);
     if (req.method === 'POST') {
       const form = (req.body ?? {}) as Form;
       if (typeof req.body !== 'object' || !csrfMatches(loaded, one(form, '_csrf'))) {

@@ -23,7 +23,8 @@ export interface WebhookOwner {
   merchantId: number;
   /** The key's account; null for a merchant-wide key (the webhook is then global). */
   accountId: number | null;
-  clientId: string;
+  /** The key that registered it; null when a team member did (the portal). */
+  clientId: string | null;
 }
 
 /** Validates and registers a webhook (per-merchant limit under the merchant's lock). */

@@ -13,7 +13,7 @@ const ROOT = resolve(__dirname, '../..');
 export const LAYERS = ['entry', 'edge', 'domain', 'ledger-rail', 'platform'] as const;
 type Layer = (typeof LAYERS)[number] | 'cli';
 
-const EDGE_FOLDERS = ['api', 'http', 'external', 'portal', 'admin', 'sandbox', 'openapi'];
+const EDGE_FOLDERS = ['api', 'http', 'external', 'portal', 'console', 'admin', 'sandbox', 'openapi'];
 // auth holds API keys and central keys, owned by merchants: a domain (its primitives — HMAC,
 // secrets, IP lists, nonces — import nothing above the platform either way).
 const DOMAIN_FOLDERS = ['auth', 'pix', 'tef', 'med', 'boleto', 'merchants', 'transactions', 'webhooks', 'events', 'retention', 'idempotency', 'apiPix'];

@@ -842,7 +842,7 @@ export interface Schemas {
   CreateWebhookRequest: {
     /** https URL (http only with allow_insecure); public destinations only unless listed in WEBHOOK_ALLOWED_HOSTS */
     url: string;
-    events: Array<"pix.charge.created" | "pix.charge.paid" | "pix.charge.expired" | "pix.charge.cancelled" | "pix.payout.queued" | "pix.payout.processing" | "pix.payout.held" | "pix.payout.confirmed" | "pix.payout.failed" | "pix.payout.returned" | "pix.payout.return.failed" | "pix.refund.requested" | "pix.refund.completed" | "pix.refund.failed" | "pix.return.received" | "pix.infraction.created" | "pix.infraction.resolved" | "pix.infraction.defense_submitted" | "tef.transfer.sent" | "tef.transfer.received" | "tef.transfer.failed" | "webhook.test">;
+    events: Array<"pix.charge.created" | "pix.charge.paid" | "pix.charge.expired" | "pix.charge.cancelled" | "pix.payout.queued" | "pix.payout.processing" | "pix.payout.held" | "pix.payout.confirmed" | "pix.payout.failed" | "pix.payout.returned" | "pix.payout.return.failed" | "pix.refund.requested" | "pix.refund.completed" | "pix.refund.failed" | "pix.return.received" | "pix.infraction.created" | "pix.infraction.resolved" | "pix.infraction.defense_submitted" | "tef.transfer.sent" | "tef.transfer.received" | "tef.transfer.failed" | "api_key.created" | "api_key.rotated" | "api_key.rotation_completed" | "api_key.revoked" | "webhook.test">;
     /** Signing secret (generated when absent) */
     secret?: string;
     description?: string | null;

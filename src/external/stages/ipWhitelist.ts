@@ -1,5 +1,6 @@
 import type { Authenticated } from '../../auth/credentials.js';
 import { whitelistAllows } from '../../auth/ipWhitelist.js';
+import { keyUsageFor } from '../../auth/keyUsage.js';
 import { pipelineError, SHAPE1, type HttpError } from '../../http/errors.js';
 import { auth } from './request.js';
 import type { Stage } from './stage.js';
@@ -20,8 +21,13 @@ export const ipWhitelistStage: Stage = {
   name: 'ip-whitelist',
   phase: 'onRequest',
   applies: () => true,
-  run(req) {
-    const refused = whitelistRefusal(auth(req).key, req.ext.clientIp);
+  run(req, _reply, { ctx }) {
+    const { key } = auth(req);
+    const refused = whitelistRefusal(key, req.ext.clientIp);
     if (refused) throw refused;
+    // The key's last use (the portal's keys page): at most one write per key a minute, never awaited.
+    keyUsageFor(ctx.db)
+      .record(key.client_id, req.ext.clientIp, ctx.clock.now())
+      ?.catch((err: unknown) => req.log.warn({ err: (err as Error).message }, 'api key usage not recorded'));
   },
 };

@@ -6,6 +6,7 @@ import { html } from '../html.js';
 import type { Portal } from '../kit.js';
 import { dictionary } from '../i18n.js';
 import { createSession, endSession } from '../session.js';
+import { teamText } from './teamText.js';
 
 /** The spec's limit for merchant authentication endpoints: sign-in attempts per minute per address. */
 export const PORTAL_SIGN_IN_PER_MINUTE = 5;
@@ -23,6 +24,7 @@ const M = dictionary(
     key: 'The API key of your session is no longer valid.',
     ip: 'Your address is not in the API key’s IP whitelist.',
     inactive: 'The account is not active.',
+    member: 'Your membership was removed or changed; sign in again.',
   },
   {
     title: 'Entrar',
@@ -36,11 +38,12 @@ const M = dictionary(
     key: 'A chave de API da sua sessão não é mais válida.',
     ip: 'Seu endereço não está na lista de IPs permitidos da chave de API.',
     inactive: 'A conta não está ativa.',
+    member: 'Seu acesso foi removido ou alterado; entre de novo.',
   },
 );
 
 /** Why a session ended, as `?why=` on the sign-in page says it. */
-const WHY = ['expired', 'key', 'ip', 'inactive'] as const;
+const WHY = ['expired', 'key', 'ip', 'inactive', 'member'] as const;
 const isWhy = (v: unknown): v is (typeof WHY)[number] => typeof v === 'string' && (WHY as readonly string[]).includes(v);
 
 /** Sign-in with an API key, sign-out, and the home page (the first page the key opens). */
@@ -58,7 +61,8 @@ ${message ? html`<div class="flash error" role="alert">${message}</div>` : ''}
 <label>${m.clientId} <input name="client_id" autocomplete="username" required maxlength="100" spellcheck="false"${clientId ? html` value="${clientId}"` : ''}></label>
 <label>${m.clientSecret} <input name="client_secret" type="password" autocomplete="current-password" required maxlength="200"></label>
 <button type="submit">${m.submit}</button></form>
-<p class="muted">${m.help}</p></div>`,
+<p class="muted">${m.help}</p>
+<p><a href="/portal/signin">${teamText(req.i18n).useEmailInstead}</a></p></div>`,
     );
   };
 

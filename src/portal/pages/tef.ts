@@ -9,6 +9,7 @@ import { dictionary, formatsOf } from '../i18n.js';
 import type { Portal } from '../kit.js';
 import { portalRefusal } from '../refusal.js';
 import { can } from '../session.js';
+import { stepUpRequired } from '../stepUp.js';
 
 const M = dictionary(
   {
@@ -64,6 +65,8 @@ ${field(st, { name: 'external_id', label: l.external_id, maxlength: 128 })}
   app.post('/portal/tef', async (req, reply) => {
     const s = req.portal!;
     if (!can(s, 'transfer:write')) return forbidden(req, reply, 'transfer:write');
+    const stepUp = stepUpRequired(portal, req, reply, '/portal/tef'); // moving money out: sensitive
+    if (stepUp) return stepUp;
     const f = req.body as Form;
     const m = M(req.i18n);
     const fmt = formatsOf(req.i18n);

@@ -9,6 +9,7 @@ import { many, one, opt, type Form } from '../formBody.js';
 import { html } from '../html.js';
 import { badge, type Portal } from '../kit.js';
 import { can } from '../session.js';
+import { stepUpRequired } from '../stepUp.js';
 import { webhookDetailPages } from './webhookDetail.js';
 import { findOwnWebhook, scopeOf, W } from './webhookShared.js';
 
@@ -56,6 +57,8 @@ ${field(st, { name: 'secret', label: m.secret, maxlength: 256, autocomplete: 'of
   app.post('/portal/webhooks', async (req, reply) => {
     const s = req.portal!;
     if (!can(s, 'account:write')) return forbidden(req, reply, 'account:write');
+    const stepUp = stepUpRequired(portal, req, reply, '/portal/webhooks'); // a webhook secret: sensitive
+    if (stepUp) return stepUp;
     const f = req.body as Form;
     const m = W(req.i18n);
     return portal.action(
@@ -79,6 +82,8 @@ ${field(st, { name: 'secret', label: m.secret, maxlength: 256, autocomplete: 'of
   app.post<{ Params: { id: string } }>('/portal/webhooks/:id/delete', async (req, reply) => {
     const s = req.portal!;
     if (!can(s, 'account:write')) return forbidden(req, reply, 'account:write');
+    const stepUp = stepUpRequired(portal, req, reply, '/portal/webhooks');
+    if (stepUp) return stepUp;
     const m = W(req.i18n);
     return portal.action(req, reply, '/portal/webhooks', async () => {
       if (!(await findOwnWebhook(ctx, s, req.params.id)) || !(await deleteWebhook(ctx, scopeOf(s), req.params.id))) throw new HttpError(404, { detail: m.notFound });
