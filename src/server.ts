@@ -31,6 +31,7 @@ import { keepsLocalCredentials, localCredentialsPath, readLocalCredentials, stor
 import { railNotificationHandler } from './pix/railEvents.js';
 import { pixWorkers } from './pix/recovery.js';
 import { webhookSender, webhookWorkers } from './webhooks/workers.js';
+import { batchPixNotices } from './apiPix/pixWebhookBatches.js';
 import { WAKE } from './webhooks/repository.js';
 import { runsBackgroundLoops, wakeForwarder, wakeReceiver } from './lib/clusterWakes.js';
 import { Metrics } from './metrics/metrics.js';
@@ -212,7 +213,7 @@ function addWorkers(ctx: AppContext, simulator: SimulatedRail): void {
   // the PIX recovery, the webhook dispatcher); the others send it their wake-ups
   // (src/lib/clusterWakes.ts). Every process sends webhook deliveries.
   const backgroundLoops = runsBackgroundLoops();
-  if (backgroundLoops) ctx.workers.push(...ctx.rail.workers(), ...pixWorkers(background), ...webhookWorkers(background), graceWorker(background));
+  if (backgroundLoops) ctx.workers.push(...ctx.rail.workers(), ...pixWorkers(background), ...webhookWorkers(background, { beforeDispatch: () => batchPixNotices(background.db) }), graceWorker(background));
   else ctx.workers.push(wakeForwarder(db, simulator, [WAKE.outbox]), webhookSender(background));
   if (backgroundLoops && cluster.isWorker) ctx.workers.push(wakeReceiver((name) => wakeLocal(db, name), simulator));
   log.info(

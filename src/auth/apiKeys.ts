@@ -18,14 +18,14 @@ export interface ApiKeyRow {
   created_at: Date;
   updated_at: Date;
   revoked_at: Date | null;
+  /** SHA-256 (hex) of the TLS client certificate bound to the key for the API Pix façade (migration 1020). */
+  api_pix_cert_sha256: string | null;
   /** A label the merchant gives the key (migration 1600). */
   name: string;
   /** The secret before the last rotation, accepted until `previous_secret_expires_at` (the grace). */
   previous_secret_hash: string | null;
   previous_secret_expires_at: Date | null;
   rotated_at: Date | null;
-  /** SHA-256 (hex) of the TLS client certificate bound to the key for the API Pix façade (migration 1020). */
-  api_pix_cert_sha256: string | null;
 }
 
 export interface CreateApiKeyInput {

@@ -48,8 +48,11 @@ export type EventName = (typeof EVENT_CATALOG)[number]['event'];
  * GET /webhooks/events, never accepted in a subscription and so never delivered.
  *   account.deposit.completed   an operator deposit credited an account (docs/admin-api.md)
  */
-export const INTERNAL_EVENTS: readonly { event: string; status: string; description: string }[] = [
+export const INTERNAL_EVENTS: readonly { event: string; status: string; description: string; bare?: true }[] = [
   { event: 'account.deposit.completed', status: 'completed', description: 'Operator deposit credited to the account (internal; not subscribable)' },
+  // A batch of received Pix for a standard API Pix webhook (src/apiPix/pixWebhookBatches.ts),
+  // delivered to that webhook only: its body is the standard's {"pix": [...]} as it is (bare).
+  { event: 'api_pix.pix', status: '', description: 'Pix notified to an API Pix webhook (internal; delivered to its webhook only)', bare: true },
 ];
 
 const BY_NAME = new Map(EVENT_CATALOG.map((e) => [e.event, e]));
@@ -58,6 +61,11 @@ const INTERNAL_BY_NAME = new Map(INTERNAL_EVENTS.map((e) => [e.event, e]));
 /** The `status` an outbox event carries by default: the catalog's, or an internal event's. */
 export function outboxStatus(event: string): string | undefined {
   return BY_NAME.get(event)?.status ?? INTERNAL_BY_NAME.get(event)?.status;
+}
+
+/** An internal event whose stored body is its payload as given (no `event`, no `status`). */
+export function isBareEvent(event: string): boolean {
+  return INTERNAL_BY_NAME.get(event)?.bare === true;
 }
 
 export function catalogEntry(event: string): CatalogEntry | undefined {

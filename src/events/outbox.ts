@@ -1,5 +1,5 @@
 import { wakeLocal, type Sql } from '../db/db.js';
-import { outboxStatus } from './catalog.js';
+import { isBareEvent, outboxStatus } from './catalog.js';
 
 export interface OutboxEvent {
   event: string;
@@ -15,6 +15,7 @@ export interface OutboxEvent {
 
 /** The stored body of an event: `event`, the payload, and `status` (the catalog's by default). */
 export function outboxBody(event: string, payload: OutboxEvent['payload']): Record<string, unknown> {
+  if (isBareEvent(event)) return payload;
   const status = outboxStatus(event);
   if (status === undefined) throw new Error(`event ${event} is not in the catalog`);
   return { event, ...payload, status: payload.status ?? status };

@@ -15,6 +15,7 @@ import { cobApi } from '../api/apiPix/cob.api.js';
 import { cobvApi } from '../api/apiPix/cobv.api.js';
 import { loteApi } from '../api/apiPix/lotecobv.api.js';
 import { locApi } from '../api/apiPix/loc.api.js';
+import { pixApi as apiPixPixApi } from '../api/apiPix/pix.routes.js';
 import { apiPixOpenApi } from '../api/apiPix/open.api.js';
 import { ApiPixProblem } from '../api/apiPix/spec.js';
 
@@ -192,8 +193,10 @@ export const apiPix: ApiGroup = {
     { name: 'API Pix: cobv', description: 'Due-date charges (the standard’s `cobv`), each a pixgate charge underneath whose amount depends on the payment date' },
     { name: 'API Pix: lotecobv', description: 'Batches of due-date charges (the standard’s `lotecobv`)' },
     { name: 'API Pix: loc', description: 'Payload locations (the standard’s `loc`)' },
+    { name: 'API Pix: Pix', description: 'Pix received (pixgate’s inbound records) and their returns (`devolucao`, pixgate refunds)' },
+    { name: 'API Pix: Webhook', description: 'The standard’s webhooks per PIX key, delivered to `{webhookUrl}/pix` by pixgate’s webhook engine' },
   ],
-  routes: routesOf(cobApi, cobvApi, loteApi, locApi),
+  routes: routesOf(cobApi, cobvApi, loteApi, locApi, apiPixPixApi),
   headers: () => [],
   security: (route) => [{ ApiPixOAuth2: [String((route.config as { scope?: string } | undefined)?.scope ?? '')] }],
   commonErrors: () => ({

@@ -9,6 +9,7 @@ import * as merchants from '../merchants/repository.js';
 import { completeChargeRecord, insertTransaction, TX_STATUS } from '../transactions/records.js';
 import { emitChargeEvent, expireCharges, matchInboundPayment } from './cashin/charges.js';
 import * as charges from './cashin/repository.js';
+import { noticeForKey } from '../apiPix/pixNotices.js';
 import { emitFor } from './events.js';
 import { REFUSAL, RefusedNotification } from './railRefusals.js';
 import * as repo from './repository.js';
@@ -98,8 +99,11 @@ export async function receiveInboundPayment(tx: Sql, ctx: TxDeps, p: InboundPaym
     description: p.description,
     paid_at: isoZ(p.receivedAt),
   };
-  if (match.matched) await emitChargeEvent(tx, { ...match.charge, status: 'paid', paid_at: p.receivedAt }, 'paid', paid);
-  else await emitFor(tx, 'pix.charge.paid', owned, { transaction_id: owned.transaction_id, ...paid, txid: p.txid });
+  if (match.matched) {
+    await emitChargeEvent(tx, { ...match.charge, status: 'paid', paid_at: p.receivedAt }, 'paid', paid);
+    // A Pix with a txid: its key's API Pix webhook, if any, is told (src/apiPix/pixNotices.ts).
+    await noticeForKey(tx, { accountId: account.id, chave: match.charge.pix_key, endToEndId: p.endToEndId });
+  } else await emitFor(tx, 'pix.charge.paid', owned, { transaction_id: owned.transaction_id, ...paid, txid: p.txid });
   return owned;
 }
 

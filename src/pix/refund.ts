@@ -8,6 +8,7 @@ import { newEndToEndId, newTransactionId, TX_PREFIX } from '../lib/ids.js';
 import { centsToBaseUnits } from '../lib/money.js';
 import type { RailNotification, ReturnAck, ReturnOrder } from '../rail/rail.js';
 import { insertTransaction, TX_STATUS, type NewTransaction } from '../transactions/records.js';
+import { noticeForPix } from '../apiPix/pixNotices.js';
 import { emitFor, refundBody, refundTotalsBody } from './events.js';
 import { movePending } from './postings.js';
 import { assertRefundNotMedTriggered } from './refundMedGuard.js';
@@ -222,6 +223,8 @@ async function settleRefund(tx: Sql, ctx: TxDeps, row: OwnedTransaction, settled
     ...refundTotalsBody(original.amount, totals.executed, settled.amount),
     completed_at: isoZ(settledAt),
   });
+  // A return reaching a final state: the API Pix webhook of the Pix's key, if any, is told.
+  await noticeForPix(tx, original.id);
   return settled;
 }
 
@@ -268,6 +271,7 @@ export async function onReturnRejected(tx: Sql, ctx: TxDeps, n: Of<'return.rejec
     failure_reason: n.reason,
     failed_at: now.toISOString(),
   });
+  await noticeForPix(tx, original.id);
 }
 
 /** GET /pix/refund/:id: a refund of the merchant (voluntary or MED) by transaction_id, end-to-end id or internal id. */

@@ -90,6 +90,14 @@ export async function deleteWebhook(tx: Sql, scope: WebhookScope, id: string): P
   return true;
 }
 
+/**
+ * Points a live webhook at another URL (a standard API Pix webhook set again for its key): its
+ * pending deliveries go to the new URL, in their order.
+ */
+export async function setWebhookUrl(tx: Sql, id: string, url: string, allowInsecure: boolean): Promise<void> {
+  await tx.query('UPDATE webhooks SET url = $2, allow_insecure = $3, updated_at = now() WHERE id = $1 AND deleted_at IS NULL', [id, url, allowInsecure]);
+}
+
 /** Any webhook, deleted ones included (operator view). */
 export async function findWebhook(sql: Sql, id: string): Promise<WebhookRow | undefined> {
   const [row] = await sql.query<WebhookRow>('SELECT * FROM webhooks WHERE id = $1', [id]);

@@ -51,6 +51,11 @@ export interface WebhookWorkerOptions {
   stopGraceMs?: number;
   /** How often the dispatcher repairs subject queues whose head finished unnoticed. */
   repairEveryMs?: number;
+  /**
+   * Work the dispatcher does before each fan-out, returning how many deliveries it wrote (the API
+   * Pix webhooks turn their notices into deliveries here: src/apiPix/pixWebhookBatches.ts).
+   */
+  beforeDispatch?: () => Promise<number>;
   /** Name resolution for the DNS-rebinding check (tests inject one). */
   resolver?: Resolver;
   /** Random source in [0, 1) for the jitter. */
@@ -121,12 +126,14 @@ class OutboxDispatcher implements BackgroundWorker {
   private readonly safetyNetMs: number;
   private readonly batch: number;
   private readonly repairEveryMs: number;
+  private readonly beforeDispatch: (() => Promise<number>) | undefined;
 
   constructor(
     private readonly ctx: WorkerDeps,
     options: WebhookWorkerOptions,
     private readonly onDispatched: () => void,
   ) {
+    this.beforeDispatch = options.beforeDispatch;
     this.safetyNetMs = options.safetyNetMs ?? DEFAULTS.safetyNetMs;
     this.batch = options.dispatchBatch ?? DEFAULTS.dispatchBatch;
     this.repairEveryMs = options.repairEveryMs ?? DEFAULTS.repairEveryMs;
@@ -171,6 +178,7 @@ class OutboxDispatcher implements BackgroundWorker {
       lastTick = monotonicNow();
       let more = false;
       try {
+        if (this.beforeDispatch && (await this.beforeDispatch()) > 0) this.onDispatched();
         const r = await repo.dispatchOutbox(this.ctx.db, this.batch, EVENT_ALIASES);
         const now = monotonicNow();
         if (r.events > 0) {

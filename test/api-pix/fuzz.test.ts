@@ -19,7 +19,9 @@ import { startTestServer, TEST_ADMIN_TOKEN, type TestServer } from '../helpers/s
 const python = spawnSync('python3', ['-c', 'import hypothesis, jsonschema, referencing'], { stdio: 'ignore' }).status === 0;
 const standard = apiPixStandard();
 const SERVED = ['/cob', '/cob/{txid}', '/loc', '/loc/{id}', '/loc/{id}/txid'];
-/** The due-date charges and their batches, fuzzed in a run of their own (src/apiPix/cobv/). */
+/** The received Pix, returns and webhooks, fuzzed in a run of their own (8 operations). */
+const SERVED_PIX = ['/pix', '/pix/{e2eid}', '/pix/{e2eid}/devolucao/{id}', '/webhook', '/webhook/{chave}'];
+/** The due-date charges and their batches, fuzzed in a run of their own (src/apiPix/cobv/, 8 operations). */
 const SERVED_COBV = ['/cobv', '/cobv/{txid}', '/lotecobv', '/lotecobv/{id}'];
 const EXAMPLES = process.env.FUZZ_OPENAPI_EXAMPLES ?? '25';
 const freePort = () =>
@@ -46,10 +48,10 @@ describe.skipIf(!standard || !python).each(BACKENDS)(`the standard-driven fuzz o
     rmSync(dir, { recursive: true, force: true });
   });
 
-  async function fuzz(paths: readonly string[], name: string) {
-    const docPath = join(dir, `${name}.json`);
-    writeFileSync(docPath, JSON.stringify(standardForFuzz(paths)));
-    const out = join(dir, `${name}-result.json`);
+  const run = async (served: readonly string[], name: string) => {
+    const docPath = join(dir, `standard-${name}.json`);
+    writeFileSync(docPath, JSON.stringify(standardForFuzz(served)));
+    const out = join(dir, `result-${name}.json`);
     const args = ['bench/openapi-fuzz/fuzz.py', '--base-url', s.url, '--admin-token', TEST_ADMIN_TOKEN, '--receiver-port', String(receiverPort), '--examples', EXAMPLES, '--seed', '27', '--json-out', out, '--standard', docPath, '--tolerate', 'get:400,*:401'];
     const { output } = await new Promise<{ code: number; output: string }>((resolve) => {
       execFile('python3', args, { env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' }, maxBuffer: 1 << 24 }, (err, stdout, stderr) =>
@@ -57,20 +59,27 @@ describe.skipIf(!standard || !python).each(BACKENDS)(`the standard-driven fuzz o
       );
     });
     expect(output.slice(-4000), 'the fuzzer ran to its figures').toContain('operations covered');
-    return JSON.parse(readFileSync(out, 'utf8')) as { operations: number; requests: number; statuses: Record<string, number>; problems: unknown[] };
-  }
+    const result = JSON.parse(readFileSync(out, 'utf8')) as { operations: number; requests: number; statuses: Record<string, number>; problems: unknown[] };
+    expect(result.problems).toEqual([]);
+    return result;
+  };
 
   it('no 5xx and no answer outside the standard', async () => {
-    const result = await fuzz(SERVED, 'cob-loc');
-    expect(result.problems).toEqual([]);
+    const result = await run(SERVED, 'cob');
     expect(result.operations).toBe(9);
     // Valid requests reached the business logic: charges and locations were created and read.
     expect((result.statuses['200'] ?? 0) + (result.statuses['201'] ?? 0)).toBeGreaterThan(20);
   }, 600_000);
 
-  it('cobv and lotecobv: no 5xx and no answer outside the standard', async () => {
-    const result = await fuzz(SERVED_COBV, 'cobv');
-    expect(result.problems).toEqual([]);
+  it('no 5xx and no answer outside the standard: received Pix, returns and webhooks', async () => {
+    const result = await run(SERVED_PIX, 'pix');
+    expect(result.operations).toBe(8);
+    // Valid queries reached the business logic (lists of Pix and of webhooks answered 200).
+    expect(result.statuses['200'] ?? 0).toBeGreaterThan(10);
+  }, 600_000);
+
+  it('no 5xx and no answer outside the standard: cobv and lotecobv', async () => {
+    const result = await run(SERVED_COBV, 'cobv');
     expect(result.operations).toBe(8);
     expect((result.statuses['200'] ?? 0) + (result.statuses['201'] ?? 0) + (result.statuses['202'] ?? 0)).toBeGreaterThan(0);
   }, 600_000);

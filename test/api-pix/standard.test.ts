@@ -25,6 +25,15 @@ describe.skipIf(!standard)(`the API Pix standard read at run time${standard ? ''
     }
   });
 
+  it('still has the three slips the contract check corrects (drop a correction once the standard fixes its slip)', () => {
+    const schemas = standard!.doc.components.schemas as Record<string, any>;
+    expect(schemas.PixConsultados.required).toContain('cobs');
+    expect(schemas.WebhookCompleto.required).toContain('cnpj');
+    expect(schemas.WebhookCompleto.properties.chave).toBeUndefined();
+    expect(schemas.Pix.properties.txid.allOf).toEqual([{ $ref: '#/components/schemas/TxId' }, { pattern: '[a-zA-Z0-9]{1,35}' }]);
+    expect(schemas.TxId.pattern).toBe('[a-zA-Z0-9]{26,35}');
+  });
+
   it('maps the façade’s routes to the standard’s paths', () => {
     expect(standardPath('/api/pix/v2/cob/:txid')).toBe('/cob/{txid}');
     expect(standardPath('/api/pix/v2/loc/:id/txid')).toBe('/loc/{id}/txid');

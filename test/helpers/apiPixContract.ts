@@ -21,7 +21,15 @@ import { apiPixStandard } from './apiPixStandard.js';
  *    that is a problem (the `Problema` schema);
  *  - 400 is named by the standard's text for the reads (`CobConsultaInvalida`: a list's query, a
  *    revision that does not exist) but not listed in their responses: allowed there with a
- *    `Problema` body.
+ *    `Problema` body;
+ *  - `PixConsultados` (GET /pix) requires `cobs`, a copy of `CobsConsultadas`' list name, beside its
+ *    own `pix` list: `pix` is required instead;
+ *  - `WebhookCompleto` (GET /webhook/{chave}, GET /webhook) requires a `cnpj` described as "the
+ *    debtor's CNPJ filter" and has no `chave`, while its example and the changelog (2.1.0-rc.5,
+ *    #120, #249) identify a webhook by `chave`: `chave` is required instead of `cnpj`;
+ *  - the txid of a received Pix (`Pix`, `ParametrosConsultaPix`, GET /pix's `txid`) is
+ *    `allOf: [TxId ({26,35}), {1,35}]`, which still demands 26: the changelog (#269) corrected it
+ *    to `{1,35}` for static BR Codes, so `{1,35}` alone is checked there.
  */
 type Json = Record<string, any>;
 const DOC_ID = 'https://pixgate.invalid/api-pix-standard.json';
@@ -51,11 +59,35 @@ function fixKnownGaps(d: Json): void {
   if (Array.isArray(branches) && branches[0] && branches[0].required === undefined) branches[0].required = ['descontoDataFixa'];
 }
 
+/** The document's evident slips in the schemas of answers (listed in the header), corrected. */
+function fixDefects(d: Json): Json {
+  const schemas = d.components?.schemas as Json | undefined;
+  const requireInstead = (name: string, wrong: string, right: string) => {
+    const s = schemas?.[name];
+    if (s && Array.isArray(s.required) && s.required.includes(wrong)) s.required = s.required.map((r: string) => (r === wrong ? right : r));
+  };
+  requireInstead('PixConsultados', 'cobs', 'pix');
+  requireInstead('WebhookCompleto', 'cnpj', 'chave');
+  const widenTxid = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(widenTxid);
+    if (node === null || typeof node !== 'object') return node;
+    const n = node as Json;
+    const all = n.allOf as Json[] | undefined;
+    if (Array.isArray(all) && all.length === 2 && all[0]?.$ref === '#/components/schemas/TxId' && all[1]?.pattern === '[a-zA-Z0-9]{1,35}') {
+      return { type: 'string', pattern: '^[a-zA-Z0-9]{1,35}$' };
+    }
+    return Object.fromEntries(Object.entries(n).map(([k, v]) => [k, widenTxid(v)]));
+  };
+  d.components.schemas = widenTxid(schemas) as Json;
+  d.paths = widenTxid(d.paths) as Json;
+  return d;
+}
+
 function doc(): Json | undefined {
   const standard = apiPixStandard();
   if (!standard) return undefined;
   if (!ajv) {
-    fixed = fixPatterns(standard.doc) as Json;
+    fixed = fixDefects(fixPatterns(standard.doc) as Json);
     fixKnownGaps(fixed);
     ajv = new Ajv({ strict: false, allErrors: true, validateFormats: false });
     ajv.addSchema(fixed, DOC_ID);
@@ -79,6 +111,17 @@ function validator(pointer: string): ValidateFunction {
     compiled.set(pointer, v);
   }
   return v;
+}
+
+/**
+ * Violations of a body against a schema of the standard named by its JSON pointer (the callback
+ * body `/components/requestBodies/WebhookPixBody/content/application~1json/schema`, which no route
+ * of the façade answers with); undefined when the standard is not available.
+ */
+export function schemaViolations(pointer: string, body: unknown): string[] | undefined {
+  if (!doc()) return undefined;
+  const v = validator(pointer);
+  return v(body) ? [] : (v.errors ?? []).map((e) => `${e.instancePath} ${e.message ?? ''} (${e.schemaPath})`);
 }
 
 const esc = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');

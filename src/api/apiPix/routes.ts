@@ -8,6 +8,7 @@ import { cobvRoutes } from './cobv.routes.js';
 import { loteCobvRoutes } from './lotecobv.routes.js';
 import { locRoutes } from './loc.routes.js';
 import { oauthRoutes } from './oauth.routes.js';
+import { pixRoutes } from './pix.routes.js';
 
 /** The prefix of the façade's operations (the standard's `/cob`, `/loc`… live under it). */
 export const API_PIX_PREFIX = '/api/pix/v2';
@@ -18,7 +19,13 @@ export const API_PIX_PREFIX = '/api/pix/v2';
  * one module and one line here.
  */
 export type PixRouteGroup = (app: FastifyInstance, ctx: AppContext) => Promise<void> | void;
-const V2_GROUPS: PixRouteGroup[] = [cobRoutes, cobvRoutes, loteCobvRoutes, locRoutes];
+const V2_GROUPS: PixRouteGroup[] = [
+  cobRoutes,
+  cobvRoutes, // /cobv
+  loteCobvRoutes, // /lotecobv
+  locRoutes,
+  pixRoutes, // /pix, /pix/{e2eid}/devolucao/{id}, /webhook
+];
 
 /**
  * The API Pix façade (issue 27, docs/api-pix.md): the token endpoint at /api/pix/oauth/token and
