@@ -26,7 +26,14 @@ export interface AppContext {
   readDb: Database;
   /** Set when REDIS_URL or REDIS_SENTINELS is configured. */
   redis: Redis | undefined;
+  /**
+   * The business clock: every deadline pixgate owns (charge expiry, MED, refunds, boletos,
+   * idempotency and retention windows, webhook retries, the rail simulator). Outside production it
+   * runs ahead of the wall clock by the sandbox offset (src/lib/sandboxClock.ts).
+   */
   clock: Clock;
+  /** Real time, never moved by the sandbox clock: security windows (signature timestamps, nonces, key lifetimes, sessions, rate limits). */
+  wallClock: Clock;
   log: Logger;
   rail: Rail;
   /** Name this institution goes by in the directory and on receipts. */

@@ -12,7 +12,8 @@ import { ensurePartitions } from './retention/partitions.js';
 import { retentionWorker } from './retention/retention.js';
 import { checkPooledSettings, openDatabase, readReplicaOptions } from './db/open.js';
 import { openReadReplica } from './db/replica.js';
-import { systemClock, type Clock } from './lib/clock.js';
+import { monotonicNow, systemClock, type Clock } from './lib/clock.js';
+import { readOffset, SandboxClock } from './lib/sandboxClock.js';
 import { loggerOptions } from './logger.js';
 import { SimulatedRail } from './rail/sim/simulatedRail.js';
 import { withDeadline } from './rail/rail.js';
@@ -82,7 +83,12 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const ownsRedis = options.redis === undefined && redisConfigured(config);
   const redis = await prepareStorage(config, db, options.redis, { ownsDatabase, ownsRedis, log });
 
-  const { ctx, simulator } = await buildContext(config, db, redis, options.clock ?? systemClock, log);
+  const clock = await businessClock(config, db, options.clock ?? systemClock).catch(async (err: unknown) => {
+    if (ownsDatabase) await db.close();
+    if (ownsRedis && redis) await closeRedis(redis, 'now');
+    throw err;
+  });
+  const { ctx, simulator } = await buildContext(config, db, redis, clock, log);
   // Before the first request: a key changed by any process from now on is dropped from the cache.
   await ctx.credentials.listen(db);
   addWorkers(ctx, simulator);
@@ -110,6 +116,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       if (metricsListener) await new Promise((r) => metricsListener!.close(r));
       await Promise.allSettled(ctx.workers.map((w) => w.stop()));
       await ctx.credentials.close();
+      if (ctx.clock instanceof SandboxClock) await ctx.clock.close();
       if (ownsRedis && redis) await closeRedis(redis);
       if (ctx.readDb !== db) await ctx.readDb.close();
       if (ownsDatabase) await db.close();
@@ -154,6 +161,25 @@ async function prepareStorage(
   return redis;
 }
 
+/**
+ * The business clock (docs/sandbox-clock.md): outside production the wall clock plus the sandbox
+ * offset, read now and followed through its notification before the first request. Production runs
+ * on the wall clock and refuses a database whose offset is not 0 (an installation that ran as a
+ * sandbox: its deadlines lie in simulated time, and SQL's business_now() would keep following it).
+ */
+async function businessClock(config: Config, db: Database, wall: Clock): Promise<Clock> {
+  if (config.appEnv === 'production') {
+    const offset = await readOffset(db);
+    if (offset !== 0) {
+      throw new Error(`the sandbox clock of this database is ${offset} s ahead; APP_ENV=production refuses it (use a database that never ran as a sandbox)`);
+    }
+    return wall;
+  }
+  const clock = new SandboxClock(wall);
+  await clock.follow(db);
+  return clock;
+}
+
 /** The AppContext (metrics, the simulated rail, stores, caches) and the simulator behind its rail. */
 async function buildContext(
   config: Config,
@@ -162,6 +188,8 @@ async function buildContext(
   clock: Clock,
   log: Logger,
 ): Promise<{ ctx: AppContext; simulator: SimulatedRail }> {
+  // Security windows stay on real time; every business deadline follows `clock`.
+  const wallClock = clock instanceof SandboxClock ? clock.wall() : clock;
   const metrics = new Metrics();
   metrics.attachDatabase(db);
   if (redis) metrics.attachRedis(redis);
@@ -177,7 +205,7 @@ async function buildContext(
     observeBatch: (name) => metrics.batchObserver(name),
   });
   // Every v2 nonce the fast store lets through is also recorded in the database (issue 25).
-  const durableNonces = new DurableNonces(db, clock, { observeBatch: (name) => metrics.batchObserver(name) });
+  const durableNonces = new DurableNonces(db, wallClock, { observeBatch: (name) => metrics.batchObserver(name) });
   const readDb = config.db.readUrl !== undefined && db.dialect === 'postgres' ? await openReadReplica(db, readReplicaOptions(config)) : db;
   const ctx: AppContext = {
     config,
@@ -185,12 +213,13 @@ async function buildContext(
     readDb,
     redis,
     clock,
+    wallClock,
     log,
     rail: instrumentRail(withDeadline(simulator, config.railTimeoutMs), metrics),
     institutionName: INSTITUTION_NAME,
     workers: [],
-    rateCounter: redis ? new RedisFixedWindow(redis, clock) : new MemoryFixedWindow(clock),
-    nonces: redis ? new RedisNonceStore(redis, durableNonces) : new MemoryNonceStore(clock, durableNonces),
+    rateCounter: redis ? new RedisFixedWindow(redis, wallClock) : new MemoryFixedWindow(wallClock),
+    nonces: redis ? new RedisNonceStore(redis, durableNonces) : new MemoryNonceStore(wallClock, durableNonces),
     idempotency: new IdempotencyStore(db, clock, { leaseMs: config.idempotencyLeaseMs, observeBatch: (name) => metrics.batchObserver(name) }),
     credentials: new CredentialCache(config.authCacheTtlMs),
     metrics,
@@ -209,6 +238,9 @@ function addWorkers(ctx: AppContext, simulator: SimulatedRail): void {
   // The rail delivers its outcomes to the PIX domain; its own loops (the simulator's engine) and
   // the PIX recovery worker run with the other background workers.
   ctx.rail.onNotification(railNotificationHandler(background));
+  // An advance of the sandbox clock makes the simulator's due work due now (its other loops wake
+  // on the clock's notification: src/lib/sandboxClock.ts).
+  if (ctx.clock instanceof SandboxClock) ctx.clock.onAdvance(() => simulator.wake(monotonicNow()));
   // With WEB_CONCURRENCY > 1 one worker runs the loops that batch across the cluster (the engine,
   // the PIX recovery, the webhook dispatcher); the others send it their wake-ups
   // (src/lib/clusterWakes.ts). Every process sends webhook deliveries.

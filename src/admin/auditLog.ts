@@ -119,7 +119,7 @@ const AUDITED = new WeakMap<FastifyRequest, AuditedWrite>();
 export function auditOperatorWrites(app: FastifyInstance, ctx: AppContext): void {
   const actor = tokenActor(ctx.config.adminToken);
   const rowOf = (req: FastifyRequest, status: number | null, payload: unknown): Omit<AuditRow, 'id'> => ({
-    at: ctx.clock.now(),
+    at: ctx.wallClock.now(), // the operator trail is real time (the sandbox clock moves business time only)
     actor,
     client_ip: resolveClientIp(req.socket.remoteAddress ?? '', req.headers['x-forwarded-for'], ctx.config.trustedProxies),
     method: req.method,

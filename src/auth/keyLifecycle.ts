@@ -34,6 +34,8 @@ type RecordOutcome = (tx: Sql) => Promise<void>;
 export interface KeyDeps {
   db: Database;
   clock: Clock;
+  /** Real time for these security windows (AppContext.wallClock; default `clock`): the sandbox clock does not move them. */
+  wallClock?: Clock;
 }
 
 /** The body of a key event (docs/webhooks.md): never a secret or its digest. */
@@ -66,7 +68,7 @@ async function announce(tx: Sql, event: KeyEvent, key: ApiKeyRow, actor: Actor, 
 export async function createKey(deps: KeyDeps, actor: Actor, input: CreateApiKeyInput & { record?: RecordOutcome }): Promise<{ key: ApiKeyRow; clientSecret: string }> {
   return deps.db.transaction(async (tx) => {
     const created = await insertApiKey(tx, input);
-    await announce(tx, 'api_key.created', created.key, actor, deps.clock.now());
+    await announce(tx, 'api_key.created', created.key, actor, (deps.wallClock ?? deps.clock).now());
     await input.record?.(tx);
     return created;
   });
@@ -101,7 +103,7 @@ export async function rotateKey(
   return deps.db.transaction(async (tx) => {
     const old = await lockKey(tx, merchantId, clientId);
     if (!old.active) throw new DomainError('conflict', { message: 'A revoked key cannot be rotated' });
-    const now = deps.clock.now();
+    const now = (deps.wallClock ?? deps.clock).now();
     const clientSecret = newSecret('sk_');
     const graceEnd = graceSeconds > 0 ? new Date(now.getTime() + graceSeconds * 1000) : null;
     const [key] = await tx.query<ApiKeyRow>(
@@ -124,7 +126,7 @@ export async function revokeKey(deps: KeyDeps, actor: Actor, merchantId: number 
   return deps.db.transaction(async (tx) => {
     const old = await lockKey(tx, merchantId, clientId);
     if (!old.active) return old;
-    const now = deps.clock.now();
+    const now = (deps.wallClock ?? deps.clock).now();
     const [key] = await tx.query<ApiKeyRow>(
       `UPDATE api_keys SET active = false, revoked_at = COALESCE(revoked_at, $2), previous_secret_hash = NULL, previous_secret_expires_at = NULL, updated_at = $2
         WHERE client_id = $1 RETURNING *`,
@@ -143,7 +145,7 @@ export async function revokeKey(deps: KeyDeps, actor: Actor, merchantId: number 
  */
 export async function endGraces(deps: KeyDeps, merchantId: number | null = null): Promise<ApiKeyRow[]> {
   return deps.db.transaction(async (tx) => {
-    const now = deps.clock.now();
+    const now = (deps.wallClock ?? deps.clock).now();
     const ended = await tx.query<ApiKeyRow & { ended_at: Date }>(
       `UPDATE api_keys k SET previous_secret_hash = NULL, previous_secret_expires_at = NULL
          FROM (SELECT client_id, previous_secret_expires_at FROM api_keys

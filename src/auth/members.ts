@@ -32,6 +32,8 @@ export interface MemberRow {
 export interface MemberDeps {
   db: Database;
   clock: Clock;
+  /** Real time for these security windows (AppContext.wallClock; default `clock`): the sandbox clock does not move them. */
+  wallClock?: Clock;
 }
 
 const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
@@ -99,7 +101,7 @@ export async function inviteMember(deps: MemberDeps, actor: Actor, actorRole: Ro
     const [taken] = await tx.query(`SELECT 1 FROM merchant_members WHERE email = $1 AND status <> 'removed'`, [email]);
     if (taken) throw invalidFields({ email: ['is already a member'] });
     const token = randomBytes(32).toString('base64url');
-    const now = deps.clock.now();
+    const now = (deps.wallClock ?? deps.clock).now();
     const [row] = await tx.query<MemberRow>(
       `INSERT INTO merchant_members (merchant_id, email, name, role, invite_token_hash, invite_expires_at, created_at, updated_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING *`,
@@ -127,7 +129,7 @@ export async function acceptInvitation(deps: MemberDeps, token: string, password
   if (problem) throw invalidFields({ password: [problem] });
   const hash = await hashPassword(password);
   return deps.db.transaction(async (tx) => {
-    const now = deps.clock.now();
+    const now = (deps.wallClock ?? deps.clock).now();
     const [row] = await tx.query<MemberRow>(
       `UPDATE merchant_members SET password_hash = $2, status = 'active', invite_token_hash = NULL, invite_expires_at = NULL, updated_at = $3
         WHERE invite_token_hash = $1 AND status = 'invited' AND invite_expires_at > $3 RETURNING *`,
@@ -157,7 +159,7 @@ export async function changeMember(deps: MemberDeps, actor: Actor, actorRole: Ro
     if (row.role === 'owner' && to !== 'owner' && (await owners(tx, merchantId)) <= 1) {
       throw new DomainError('conflict', { message: 'The last owner cannot be removed or given another role' });
     }
-    const now = deps.clock.now();
+    const now = (deps.wallClock ?? deps.clock).now();
     const [changed] = await tx.query<MemberRow>(
       to === null
         ? `UPDATE merchant_members SET status = 'removed', invite_token_hash = NULL, updated_at = $2 WHERE id = $1 RETURNING *`
@@ -172,7 +174,7 @@ export async function changeMember(deps: MemberDeps, actor: Actor, actorRole: Ro
 
 /** Stores the member's TOTP secret once a code of it was verified (enrolment). */
 export async function enableTotp(deps: MemberDeps, member: MemberRow, secret: string, code: string, ip: string | null): Promise<boolean> {
-  const now = deps.clock.now();
+  const now = (deps.wallClock ?? deps.clock).now();
   const step = verifyTotp(secret, code, now, null);
   if (step === null) return false;
   return deps.db.transaction(async (tx) => {
@@ -192,7 +194,7 @@ export async function enableTotp(deps: MemberDeps, member: MemberRow, secret: st
 export async function checkTotp(deps: MemberDeps, memberId: number, code: string): Promise<boolean> {
   const member = await findMember(deps.db, memberId);
   if (!member?.totp_secret) return false;
-  const step = verifyTotp(member.totp_secret, code, deps.clock.now(), member.totp_last_step);
+  const step = verifyTotp(member.totp_secret, code, (deps.wallClock ?? deps.clock).now(), member.totp_last_step);
   if (step === null) return false;
   const [spent] = await deps.db.query(
     'UPDATE merchant_members SET totp_last_step = $2 WHERE id = $1 AND (totp_last_step IS NULL OR totp_last_step < $2) RETURNING id',
@@ -206,6 +208,6 @@ export async function setRequireTotp(deps: MemberDeps, actor: Actor, merchantId:
   await deps.db.transaction(async (tx) => {
     await lockMerchant(tx, merchantId);
     await tx.query('UPDATE merchants SET require_totp = $2 WHERE id = $1', [merchantId, required]);
-    await writeAudit(tx, merchantId, actor, 'team.require_totp_changed', { required }, deps.clock.now());
+    await writeAudit(tx, merchantId, actor, 'team.require_totp_changed', { required }, (deps.wallClock ?? deps.clock).now());
   });
 }

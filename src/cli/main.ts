@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { apiCommand } from './api.js';
+import { clockCommand } from './clock.js';
 import { localCredentialsPath, readLocalCredentials } from './credentials.js';
 import { EXIT, parseArgs, UsageError, type Args, type CliIo } from './io.js';
 import { listenCommand } from './listen.js';
@@ -29,6 +30,10 @@ ${Object.entries(SCENARIOS)
   sign -d BODY [--path /pix/cash-out] [--method POST] [--v1] [--explain]
         The signature headers for a body; --explain prints the canonical body, the string signed
         and its SHA-256 (compare with the server's X-Signature-Canonical-SHA256 answer).
+  clock [advance DURATION]
+        The sandbox clock (docs/sandbox-clock.md): simulated now and how far it runs ahead of
+        real time; "advance 2d" (or 1h30m, 90 for seconds) moves it forward for the whole
+        installation, and every business deadline that falls due fires. Needs the admin token.
   local-credentials [--data-dir DIR]
         The admin token and demo API key of a local server (APP_ENV=local), kept in DIR
         (default $DATA_DIR or ./data).
@@ -87,6 +92,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
         return await apiCommand(args, io);
       case 'sign':
         return await signCommand(args, io);
+      case 'clock':
+        return await clockCommand(args, io);
       case 'local-credentials':
         return localCredentialsCommand(args, io);
       default:

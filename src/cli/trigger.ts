@@ -112,10 +112,11 @@ export const SCENARIOS: Record<string, Scenario> = {
   },
   'charge.expired': {
     events: ['pix.charge.created', 'pix.charge.expired'],
-    describe: 'a charge that expires unpaid (after 60 s, the shortest expiry)',
+    describe: 'a charge of 60 s (the shortest expiry), then the sandbox clock advanced 60 s: it expires now',
     run: async (c) => {
       const ch = await charge(c, 60);
-      c.note(`pix.charge.expired fires at ${ch.expires_at}`);
+      const clock = await c.sandbox('POST', '/clock/advance', { seconds: 60 });
+      c.note(`the sandbox clock moved 60 s for the whole installation (now ${clock.now}); pix.charge.expired fires at once`);
       return { transaction_id: ch.transaction_id, expires_at: ch.expires_at };
     },
   },

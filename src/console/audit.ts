@@ -22,7 +22,7 @@ export async function auditedWrite<T>(
   produced: (result: T) => Record<string, unknown> = () => ({}),
 ): Promise<T> {
   const row = (status: number | null, extra: Record<string, unknown> = {}) => ({
-    at: ctx.clock.now(),
+    at: ctx.wallClock.now(),
     actor,
     client_ip: resolveClientIp(req.socket.remoteAddress ?? '', req.headers['x-forwarded-for'], ctx.config.trustedProxies),
     method: req.method,

@@ -105,7 +105,7 @@ function signInPages(app: FastifyInstance, kit: ConsoleKit) {
     const refuse = async (why: string, status: number) => page(reply, layout(req, 'Operator sign-in', html`<div class="login">${loginForm(why, username)}</div>`), status);
     if (await tooManyFailures(ctx, req, false)) return refuse('Too many failed sign-ins from this address; wait a minute.', 429);
     const operator = await checkOperatorPassword(ctx.db, username, one(f, 'password') ?? '');
-    const ok = operator !== undefined && (await checkOperatorTotp(ctx.db, operator, one(f, 'code') ?? '', ctx.clock.now()));
+    const ok = operator !== undefined && (await checkOperatorTotp(ctx.db, operator, one(f, 'code') ?? '', ctx.wallClock.now()));
     if (!ok) {
       const limited = await tooManyFailures(ctx, req, true);
       return refuse(limited ? 'Too many failed sign-ins from this address; wait a minute.' : 'Wrong username, password or code.', limited ? 429 : 401);

@@ -28,7 +28,7 @@ function cookie(ctx: AppContext, value: string, maxAge: number): string {
 
 export async function openConsoleSession(ctx: AppContext, reply: FastifyReply, operatorId: number): Promise<void> {
   const token = randomBytes(32).toString('base64url');
-  const now = ctx.clock.now();
+  const now = ctx.wallClock.now();
   await ctx.db.query('DELETE FROM console_sessions WHERE expires_at < $1', [now]);
   await ctx.db.query(
     'INSERT INTO console_sessions (token_hash, operator_id, csrf_token, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)',
@@ -50,7 +50,7 @@ export async function loadConsoleSession(ctx: AppContext, req: FastifyRequest): 
     'SELECT operator_id, csrf_token, expires_at, flash FROM console_sessions WHERE token_hash = $1',
     [tokenHash],
   );
-  if (!row || row.expires_at.getTime() <= ctx.clock.now().getTime()) return null;
+  if (!row || row.expires_at.getTime() <= ctx.wallClock.now().getTime()) return null;
   const operator = await findOperator(ctx.db, Number(row.operator_id));
   if (!operator || operator.status !== 'active' || !operator.totp_enabled) return null;
   let flash: ConsoleSession['flash'] = null;

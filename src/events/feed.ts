@@ -1,5 +1,6 @@
 import type { Sql } from '../db/db.js';
 import { EVENT_CATALOG } from './catalog.js';
+import { simulatedAt } from '../lib/sandboxClock.js';
 
 /**
  * An event is shown once every transaction older than the one that wrote it has finished, or at
@@ -62,7 +63,8 @@ interface Row {
  */
 export async function readFeed(db: Sql, q: FeedQuery): Promise<FeedEvent[]> {
   const rows = await db.query<Row>(
-    `SELECT id, event_id, event, account_id, subject, created_at, payload
+    // created_at in simulated time (the sandbox clock's offset when it was written; docs/sandbox-clock.md).
+    `SELECT id, event_id, event, account_id, subject, ${simulatedAt('created_at')} AS created_at, payload
        FROM outbox_events
       WHERE merchant_id = $1
         AND id > $2

@@ -76,7 +76,7 @@ export interface Principal {
  */
 export async function recheckCredentials(req: FastifyRequest, ctx: AppContext): Promise<HttpError | undefined> {
   const started = auth(req).key;
-  const result = await authenticate((clientId) => ctx.credentials.apiKey(ctx.db, clientId), ctx.clock, header(req, 'authorization'));
+  const result = await authenticate((clientId) => ctx.credentials.apiKey(ctx.db, clientId), ctx.wallClock, header(req, 'authorization'));
   if (!('key' in result)) return credentialsRefused(result.refused);
   const key = result.key;
   if (key.client_id !== started.client_id || key.merchant_id !== started.merchant_id || key.account_id !== started.account_id || key.operating_account_id !== started.operating_account_id) {

@@ -1,9 +1,20 @@
 /** Time source; tests and the simulator inject their own. */
 export interface Clock {
   now(): Date;
+  /**
+   * True when the clock moves with real time (the system's, or the system's plus the sandbox
+   * offset, src/lib/sandboxClock.ts): a worker may sleep in real time until a deadline read on it.
+   * A clock tests move by hand leaves it unset, and workers poll instead.
+   */
+  readonly realTime?: boolean;
 }
 
-export const systemClock: Clock = { now: () => new Date() };
+export const systemClock: Clock = { now: () => new Date(), realTime: true };
+
+/** Whether a real-time sleep until a deadline of `clock` means something (see `Clock.realTime`). */
+export function runsInRealTime(clock: Clock): boolean {
+  return clock.realTime === true;
+}
 
 /** ISO 8601 UTC with trailing Z (`2026-11-21T10:00:00.000Z`), or null. */
 export function isoZ(date: Date | null | undefined): string | null {

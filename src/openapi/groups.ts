@@ -6,6 +6,7 @@ import { healthApi } from '../health.js';
 import { medApi } from '../api/med/med.api.js';
 import { pixApi } from '../api/pix/pix.api.js';
 import { sandboxApi } from '../sandbox/sandbox.api.js';
+import { clockApi } from '../sandbox/clock.api.js';
 import { transactionsApi } from '../api/transactions/transactions.api.js';
 import { webhooksAdminApi, webhooksApi } from '../api/webhooks/webhooks.api.js';
 import { feedApi, metricsApi, railApi, tefAdminApi, tefApi } from './more.api.js';
@@ -140,7 +141,7 @@ export const sandbox: ApiGroup = {
   prefix: '/api/sandbox',
   defaultError: BusinessError,
   tags: [{ name: 'Sandbox', description: 'The rail simulator’s controls (not served when APP_ENV=production)' }],
-  routes: routesOf(sandboxApi, railApi),
+  routes: routesOf(sandboxApi, railApi, clockApi),
   headers: noHeaders,
   security: bearer,
   commonErrors: operatorErrors,

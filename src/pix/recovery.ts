@@ -1,6 +1,6 @@
 import type { BackgroundWorker } from '../lib/worker.js';
 import type { PixDeps } from './deps.js';
-import { systemClock } from '../lib/clock.js';
+import { runsInRealTime } from '../lib/clock.js';
 import { periodicWorker } from '../lib/periodic.js';
 import { wakeableWorker } from '../lib/wakeable.js';
 import { applyPaymentAck, paymentOrder } from './cashOut.js';
@@ -83,7 +83,7 @@ const RECOVERY_POLL_MS = 5_000;
 
 export function pixWorkers(ctx: PixDeps): BackgroundWorker[] {
   const recovery =
-    ctx.clock === systemClock
+    runsInRealTime(ctx.clock)
       ? wakeableWorker({ name: 'pix-recovery', log: ctx.log, safetyNetMs: RECOVERY_SAFETY_NET_MS }, async () => {
           const limit = 100;
           if ((await recoverUnsent(ctx, { limit })) === limit) return 0; // more waiting

@@ -92,7 +92,7 @@ export async function createSession(
   who: string | { memberId: number; mfaPending: boolean; stepUp?: boolean },
 ): Promise<void> {
   const token = randomBytes(32).toString('base64url');
-  const now = ctx.clock.now();
+  const now = ctx.wallClock.now();
   const member = typeof who === 'string' ? null : who;
   await ctx.db.query('DELETE FROM portal_sessions WHERE expires_at < $1', [now]);
   await ctx.db.query(
@@ -124,12 +124,12 @@ export async function secondFactorPassed(ctx: AppContext, reply: FastifyReply, s
     await createSession(ctx, reply, { memberId: session.member.id, mfaPending: false, stepUp: true });
     return;
   }
-  await ctx.db.query('UPDATE portal_sessions SET step_up_until = $2 WHERE token_hash = $1', [session.tokenHash, new Date(ctx.clock.now().getTime() + STEP_UP_MS)]);
+  await ctx.db.query('UPDATE portal_sessions SET step_up_until = $2 WHERE token_hash = $1', [session.tokenHash, new Date(ctx.wallClock.now().getTime() + STEP_UP_MS)]);
 }
 
 /** Whether a sensitive action may run now without a new code. */
 export function steppedUp(ctx: AppContext, session: PortalSession): boolean {
-  return session.stepUpUntil !== null && session.stepUpUntil.getTime() > ctx.clock.now().getTime();
+  return session.stepUpUntil !== null && session.stepUpUntil.getTime() > ctx.wallClock.now().getTime();
 }
 
 export async function endSession(ctx: AppContext, reply: FastifyReply, session: PortalSession | null): Promise<void> {
@@ -172,7 +172,7 @@ export async function loadSession(ctx: AppContext, req: FastifyRequest, clientIp
     'SELECT client_id, member_id, csrf_token, expires_at, flash, mfa_pending, step_up_until FROM portal_sessions WHERE token_hash = $1',
     [tokenHash],
   );
-  const now = ctx.clock.now();
+  const now = ctx.wallClock.now();
   if (!row) return 'none';
   if (row.expires_at.getTime() <= now.getTime()) return 'expired';
   let base: Omit<PortalSession, 'tokenHash' | 'csrf' | 'flash' | 'mfaPending' | 'stepUpUntil'>;

@@ -21,7 +21,14 @@ export const NONCE_DAY_GRACE_MS = HOUR_MS;
 /** What a retention pass uses (AppContext satisfies it). */
 export interface RetentionDeps {
   db: Database;
+  /** Business time: windows over rows stamped by it (idempotency keys, simulator payments, limit windows). */
   clock: Clock;
+  /**
+   * Real time (default `clock`): windows over rows the database stamps with its own now() or the
+   * wall clock — outbox events and their daily partitions, the rail inbox, nonces. The sandbox clock
+   * does not move them (docs/sandbox-clock.md).
+   */
+  wallClock?: Clock;
   config: Pick<Config, 'retention'>;
 }
 
@@ -68,6 +75,7 @@ export interface RetentionReport {
 export async function runRetention(ctx: RetentionDeps): Promise<RetentionReport> {
   const r = ctx.config.retention;
   const now = ctx.clock.now().getTime();
+  const wallNow = (ctx.wallClock ?? ctx.clock).now().getTime();
   const drain = async (purge: () => Promise<number>) => {
     let total = 0;
     for (;;) {
@@ -76,7 +84,7 @@ export async function runRetention(ctx: RetentionDeps): Promise<RetentionReport>
       if (n < r.batchSize) return total;
     }
   };
-  const eventCutoff = new Date(now - r.eventDays * DAY_MS);
+  const eventCutoff = new Date(wallNow - r.eventDays * DAY_MS);
   // A partition step that found its tables busy (lock_timeout) waits for the next pass; the row
   // purges below run anyway.
   const busy = (err: unknown) => {
@@ -84,14 +92,16 @@ export async function runRetention(ctx: RetentionDeps): Promise<RetentionReport>
     throw err;
   };
   const idempotencyCutoff = new Date(now - r.idempotencyHours * HOUR_MS);
-  const railInboxCutoff = new Date(now - r.railInboxDays * DAY_MS);
+  // Never earlier than real time says: a sandbox advance must not drop the dedup of notifications
+  // the rail may still redeliver (their days are the simulator's, so they are kept longer, not less).
+  const railInboxCutoff = new Date(wallNow - r.railInboxDays * DAY_MS);
   await ensurePartitions(ctx.db).catch(busy);
   const dropped = (await dropOldEventPartitions(ctx.db, eventCutoff).catch(busy))?.dropped ?? [];
   const drop = async (p: Parameters<typeof dropOldPartitions>[1], cutoff: Date) => (await dropOldPartitions(ctx.db, p, cutoff).catch(busy)) ?? [];
   return {
     event_days_dropped: dropped,
     idempotency_days_dropped: await drop(IDEMPOTENCY_PARTITIONS, idempotencyCutoff),
-    nonce_days_dropped: await drop(NONCE_PARTITIONS, new Date(now - NONCE_DAY_GRACE_MS)),
+    nonce_days_dropped: await drop(NONCE_PARTITIONS, new Date(wallNow - NONCE_DAY_GRACE_MS)),
     rail_inbox_days_dropped: await drop(RAIL_INBOX_PARTITIONS, railInboxCutoff),
     idempotency_keys: await drain(() => repo.purgeIdempotencyKeys(ctx.db, idempotencyCutoff, r.batchSize)),
     idempotency_responses: await drain(() => repo.purgeIdempotencyResponses(ctx.db, idempotencyCutoff, r.batchSize)),
@@ -99,7 +109,7 @@ export async function runRetention(ctx: RetentionDeps): Promise<RetentionReport>
     events: await drain(() => ctx.db.transaction((tx) => repo.purgeEvents(tx, eventCutoff, r.batchSize))),
     sim_payments: await drain(() => repo.purgeSimPayments(ctx.db, new Date(now - r.simDays * DAY_MS), r.batchSize)),
     limit_windows: await drain(() => repo.purgeLimitWindows(ctx.db, new Date(now - LIMIT_WINDOW_RETENTION_DAYS * DAY_MS), r.batchSize)),
-    nonces: await drain(() => repo.purgeNonces(ctx.db, new Date(now), r.batchSize)),
+    nonces: await drain(() => repo.purgeNonces(ctx.db, new Date(wallNow), r.batchSize)),
   };
 }
 

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { auditOperatorWrites } from '../admin/auditLog.js';
 import { requireAdminToken } from '../admin/routes.js';
 import type { AppContext } from '../context.js';
+import { clockSandboxRoutes } from './clock.routes.js';
 import { medSandboxRoutes } from './med.routes.js';
 import { pixSandboxRoutes } from './pix.routes.js';
 import { railSandboxRoutes } from './rail.routes.js';
@@ -21,5 +22,6 @@ export function sandboxRoutes(ctx: AppContext) {
     await pixSandboxRoutes(app, ctx);
     await medSandboxRoutes(app, ctx);
     await railSandboxRoutes(app, ctx);
+    await clockSandboxRoutes(app, ctx);
   };
 }

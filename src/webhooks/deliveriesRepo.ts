@@ -42,7 +42,7 @@ export async function claimDeliveries(
     `${PLAN_EACH_RUN}WITH candidates AS (
        SELECT d.id, d.webhook_id, d.next_attempt_at, d.event_created_at
          FROM webhook_deliveries d
-        WHERE d.status = 'pending' AND d.ready AND d.next_attempt_at <= now()
+        WHERE d.status = 'pending' AND d.ready AND d.next_attempt_at <= business_now()
           AND NOT (d.webhook_id = ANY($3::uuid[]))
           AND EXISTS (SELECT 1 FROM webhooks w WHERE w.id = d.webhook_id AND w.is_active AND w.deleted_at IS NULL)
         ORDER BY d.next_attempt_at
@@ -59,7 +59,7 @@ export async function claimDeliveries(
        SELECT d.id, d.event_created_at FROM webhook_deliveries d
         WHERE d.id = ANY (ARRAY(SELECT r.id FROM ranked r WHERE r.rn <= r.room))
           AND d.event_created_at = ANY (ARRAY(SELECT r.event_created_at FROM ranked r WHERE r.rn <= r.room))
-          AND d.status = 'pending' AND d.next_attempt_at <= now()
+          AND d.status = 'pending' AND d.next_attempt_at <= business_now()
           AND ${SUBJECT_HEAD('d')}
         ORDER BY d.next_attempt_at
         LIMIT $1
@@ -67,7 +67,7 @@ export async function claimDeliveries(
      )
      UPDATE webhook_deliveries d
         SET attempts = d.attempts + 1, claim_token = $4,
-            next_attempt_at = now() + $5 * interval '1 millisecond', updated_at = now()
+            next_attempt_at = business_now() + $5 * interval '1 millisecond', updated_at = now()
        FROM locked l, webhooks w, outbox_events o
       WHERE d.id = l.id AND d.event_created_at = l.event_created_at AND w.id = d.webhook_id AND o.id = d.outbox_id AND o.created_at = d.event_created_at
       RETURNING d.id, d.webhook_id, d.event, d.attempts, d.retry_step, d.claim_token,
@@ -83,7 +83,7 @@ export async function claimDeliveries(
  */
 export async function nextDueInMs(sql: Sql, exclude: readonly string[]): Promise<number | null> {
   const [row] = await sql.query<{ ms: number | null }>(
-    `SELECT (extract(epoch FROM min(d.next_attempt_at) - now()) * 1000)::float8 AS ms
+    `SELECT (extract(epoch FROM min(d.next_attempt_at) - business_now()) * 1000)::float8 AS ms
        FROM webhook_deliveries d
       WHERE d.status = 'pending' AND d.ready AND NOT (d.webhook_id = ANY($1::uuid[]))
         AND EXISTS (SELECT 1 FROM webhooks w WHERE w.id = d.webhook_id AND w.is_active AND w.deleted_at IS NULL)`,
@@ -166,7 +166,7 @@ export async function recordAttempts(sql: Sql, batch: ReadonlyArray<{ attempt: A
        UPDATE webhook_deliveries d
           SET status = u.status,
               retry_step = d.retry_step + u.step_inc,
-              next_attempt_at = CASE WHEN u.delay_ms IS NULL THEN d.next_attempt_at ELSE now() + u.delay_ms * interval '1 millisecond' END,
+              next_attempt_at = CASE WHEN u.delay_ms IS NULL THEN d.next_attempt_at ELSE business_now() + u.delay_ms * interval '1 millisecond' END,
               delivered_at = CASE WHEN u.status = 'delivered' THEN now() ELSE d.delivered_at END,
               failed_at = CASE WHEN u.status = 'failed' THEN now() ELSE d.failed_at END,
               claim_token = NULL, last_attempt_at = u.started_at, last_status_code = u.status_code, last_error = u.error,
@@ -289,7 +289,7 @@ export async function attemptsOf(sql: Sql, deliveryIds: readonly string[]): Prom
 export async function requeueDelivery(sql: Sql, webhookId: string, deliveryId: string): Promise<boolean> {
   const rows = await sql.query(
     `UPDATE webhook_deliveries
-        SET status = 'pending', ready = true, retry_step = 0, next_attempt_at = now(), claim_token = NULL,
+        SET status = 'pending', ready = true, retry_step = 0, next_attempt_at = business_now(), claim_token = NULL,
             delivered_at = NULL, failed_at = NULL, updated_at = now()
       WHERE webhook_id = $1 AND id = $2 AND status <> 'pending'
       RETURNING id`,

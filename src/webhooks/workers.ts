@@ -11,6 +11,7 @@ import { EVENT_ALIASES } from './registration.js';
 import * as repo from './repository.js';
 import { Waker, wakeOn } from '../lib/wakeable.js';
 import { monotonicNow } from '../lib/clock.js';
+import { CLOCK_CHANNEL } from '../lib/sandboxClock.js';
 import { WAKE } from './repository.js';
 
 /**
@@ -269,9 +270,10 @@ class DeliverySender implements BackgroundWorker {
   }
 
   private async run() {
-    // Woken by this process's dispatcher, by finished deliveries, and by notifications on
-    // `webhook_delivery` (deliveries made due now in any process); `null` wakes it too.
-    const unsubscribe = await wakeOn(this.ctx.db, [WAKE.delivery], () => this.waker.wake(), this.ctx.log);
+    // Woken by this process's dispatcher, by finished deliveries, by notifications on
+    // `webhook_delivery` (deliveries made due now in any process) and by an advance of the sandbox
+    // clock (retries due in simulated time run at once); `null` wakes it too.
+    const unsubscribe = await wakeOn(this.ctx.db, [WAKE.delivery, CLOCK_CHANNEL], () => this.waker.wake(), this.ctx.log);
     try {
       await this.loop_();
     } finally {

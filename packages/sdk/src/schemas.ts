@@ -1151,6 +1151,16 @@ export interface Schemas {
     status: "accepted" | "settled";
     detail: string;
   };
+  SandboxAdvanceClockRequest: {
+    /** How far to move simulated time forward, in seconds (1 to 366 days) */
+    seconds: number;
+  };
+  SandboxClock: {
+    /** Simulated time now (ISO 8601, UTC) */
+    now: string;
+    /** How far simulated time runs ahead of real time */
+    offset_seconds: number;
+  };
   SandboxDictKey: {
     key: string;
     type: "cpf" | "cnpj" | "email" | "phone" | "evp";

@@ -45,7 +45,7 @@ export async function oauthRoutes(app: FastifyInstance, ctx: AppContext) {
 
   app.post('/oauth/token', { bodyLimit: MAX_FORM_BYTES }, async (req, reply) => {
     const body = (req.body ?? {}) as Record<string, unknown>;
-    const auth = await authenticate((clientId) => ctx.credentials.apiKey(ctx.db, clientId), ctx.clock, req.headers.authorization);
+    const auth = await authenticate((clientId) => ctx.credentials.apiKey(ctx.db, clientId), ctx.wallClock, req.headers.authorization);
     if (!('key' in auth)) {
       const why = auth.refused === 'missingCredentials' ? 'Envie Authorization: Basic base64(client_id:client_secret)' : auth.refused === 'invalidCredentials' ? 'client_id ou client_secret inválido' : 'A chave de API está revogada, desativada ou expirada';
       return oauthError(reply, 401, 'invalid_client', why);
@@ -55,7 +55,7 @@ export async function oauthRoutes(app: FastifyInstance, ctx: AppContext) {
     if (grantType !== 'client_credentials') return oauthError(reply, 400, 'unsupported_grant_type', 'Somente grant_type=client_credentials é aceito');
     const scope = body.scope;
     if (scope !== undefined && typeof scope !== 'string') return oauthError(reply, 400, 'invalid_request', 'scope deve ser um texto com escopos separados por espaço');
-    const refusal = keyRefusal(auth.key, clientIpOf(req, ctx), ctx.clock.now());
+    const refusal = keyRefusal(auth.key, clientIpOf(req, ctx), ctx.wallClock.now());
     if (refusal === 'address_not_allowed') return oauthError(reply, 403, 'access_denied', 'O endereço da requisição não está na lista de IPs permitidos da chave de API');
     if (refusal === 'account_inactive') return oauthError(reply, 403, 'access_denied', 'A conta ou o cliente da chave de API não está ativo');
     if (refusal) return oauthError(reply, 401, 'invalid_client', 'A chave de API está revogada, desativada ou expirada');

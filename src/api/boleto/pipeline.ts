@@ -38,7 +38,7 @@ export function boletoRateLimiter(ctx: AppContext): BoletoRateLimiter {
   let limiter = limiters.get(ctx);
   if (!limiter) {
     const counter = ctx.redis
-      ? new FallbackWindowCounter(ctx.rateCounter, new MemoryFixedWindow(ctx.clock), (err) =>
+      ? new FallbackWindowCounter(ctx.rateCounter, new MemoryFixedWindow(ctx.wallClock), (err) =>
           ctx.log.warn({ err: err.message }, 'boleto rate limits: Redis unavailable, counting in process memory'),
         )
       : ctx.rateCounter;

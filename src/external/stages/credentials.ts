@@ -10,7 +10,7 @@ export const credentialsStage: Stage = {
   phase: 'onRequest',
   applies: () => true,
   async run(req, _reply, { ctx }) {
-    const result = await authenticate((clientId) => ctx.credentials.apiKey(ctx.db, clientId), ctx.clock, header(req, 'authorization'));
+    const result = await authenticate((clientId) => ctx.credentials.apiKey(ctx.db, clientId), ctx.wallClock, header(req, 'authorization'));
     if (!('key' in result)) throw credentialsRefused(result.refused);
     req.ext.auth = result;
   },

@@ -97,7 +97,7 @@ async function verifyV2(req: FastifyRequest, deps: PipelineDeps, { key, clientSe
   const timestamp = header(req, 'x-request-timestamp') ?? '';
   if (!/^\d{1,12}$/.test(timestamp)) throw workedFalse(400, 'X-Request-Timestamp must be Unix time in seconds');
   // Whole seconds on both sides: exactly 300 s old and exactly 300 s ahead are both accepted.
-  const nowSeconds = Math.floor(ctx.clock.now().getTime() / 1000);
+  const nowSeconds = Math.floor(ctx.wallClock.now().getTime() / 1000);
   if (Math.abs(nowSeconds - Number(timestamp)) > V2.toleranceSeconds) {
     throw workedFalse(401, 'Request timestamp is outside the 300-second tolerance');
   }

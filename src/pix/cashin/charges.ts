@@ -5,7 +5,8 @@ import { emitEvent } from '../../events/outbox.js';
 import { requestHash } from '../../lib/idempotencyKey.js';
 import { DomainError } from '../../errors/catalog.js';
 import { encodeBrCode, sanitizeName } from '../../lib/brcode.js';
-import { isoZ, systemClock, type Clock } from '../../lib/clock.js';
+import { isoZ, runsInRealTime, type Clock } from '../../lib/clock.js';
+import { CLOCK_CHANNEL } from '../../lib/sandboxClock.js';
 import { brasiliaDate } from '../../lib/businessDays.js';
 import { amountDue } from '../../apiPix/cobv/amountDue.js';
 import { newTransactionId, randomAlnum, TX_PREFIX } from '../../lib/ids.js';
@@ -348,13 +349,14 @@ export async function expireDueCharges(db: Database, clock: Clock, batch: number
  * Background work of cash-in: the expiry sweep. It sleeps until the earliest deadline of an open
  * charge (read once after each sweep), and reads again at least every CHARGE.expirySafetyNetMs: a
  * charge created meanwhile lives at least CHARGE.minExpiresInSeconds (60 s > 30 s), so it is seen
- * before its deadline without any notification. With a clock other than the system's (tests move
+ * before its deadline without any notification. An advance of the sandbox clock wakes it (its
+ * notification, src/lib/sandboxClock.ts). With a clock that does not run in real time (tests move
  * it by hand) a real-time sleep means nothing, so the sweep runs every CHARGE.expirySweepMs.
  */
 export function chargeWorkers(ctx: { db: Database; clock: Clock; log: Logger }): BackgroundWorker[] {
-  if (ctx.clock !== systemClock) return [periodicWorker('charge-expiry', CHARGE.expirySweepMs, ctx.log, () => expireDueCharges(ctx.db, ctx.clock))];
+  if (!runsInRealTime(ctx.clock)) return [periodicWorker('charge-expiry', CHARGE.expirySweepMs, ctx.log, () => expireDueCharges(ctx.db, ctx.clock))];
   return [
-    wakeableWorker({ name: 'charge-expiry', log: ctx.log, safetyNetMs: CHARGE.expirySafetyNetMs }, async () => {
+    wakeableWorker({ name: 'charge-expiry', log: ctx.log, safetyNetMs: CHARGE.expirySafetyNetMs, wakeOn: { db: ctx.db, channels: [CLOCK_CHANNEL] } }, async () => {
       const next = await repo.earliestOpenExpiry(ctx.db);
       if (next === null) return undefined;
       const inMs = next.getTime() - ctx.clock.now().getTime();

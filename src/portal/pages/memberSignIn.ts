@@ -176,7 +176,7 @@ ${codeForm(req, '/portal/account/totp', t.confirm, html`<input type="hidden" nam
 
   app.get('/portal/invite/:token', async (req, reply) => {
     const { token } = req.params as { token: string };
-    const invited = await findInvitation(ctx.db, token, ctx.clock.now());
+    const invited = await findInvitation(ctx.db, token, ctx.wallClock.now());
     return page(reply, invitePage(req, token, invited?.email ?? null, null), invited ? 200 : 404);
   });
 
@@ -184,7 +184,7 @@ ${codeForm(req, '/portal/account/totp', t.confirm, html`<input type="hidden" nam
     const { token } = req.params as { token: string };
     const t = teamText(req.i18n);
     if (await limited(req, reply, `portal-sign-in:${portal.clientIp(req)}`, PORTAL_SIGN_IN_PER_MINUTE, (m) => invitePage(req, token, null, m))) return reply;
-    const invited = await findInvitation(ctx.db, token, ctx.clock.now());
+    const invited = await findInvitation(ctx.db, token, ctx.wallClock.now());
     if (!invited) return page(reply, invitePage(req, token, null, null), 404);
     try {
       await acceptInvitation(ctx, token, one(body(req), 'password') ?? '', portal.clientIp(req));

@@ -1,10 +1,14 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { invalidFields } from '../../errors/catalog.js';
 import { HttpError } from '../../http/errors.js';
 import { parseOrThrow } from '../../http/validation.js';
 import { getInfraction, infractionId } from '../../med/merchant.js';
 import type { SimulatedRail } from '../../rail/sim/simulatedRail.js';
 import { decidePayout, openInfraction, receiveInbound, resolveInfraction, returnPayout } from '../../sandbox/actions.js';
 import { payBrCode } from '../../sandbox/payerBank.js';
+import { advanceBody } from '../../sandbox/clock.api.js';
+import { advanceClock } from '../../sandbox/clock.routes.js';
+import { SandboxClock } from '../../lib/sandboxClock.js';
 import { inbound, pay, report, resolve, returnBody } from '../../sandbox/sandbox.api.js';
 import { one, opt, type Form } from '../formBody.js';
 import { reaisField } from '../errors.js';
@@ -53,6 +57,17 @@ const M = dictionary(
     applied: (id: string, decision: string) => `Payout ${id}: ${decision} applied`,
     noSuch: (id: string) => `No such transaction of this account: ${id}`,
     choose: 'Choose settle, reject or return',
+    clockTitle: 'Advance clock',
+    clockNow: (now: string, offset: string) => `Simulated now: ${now} (${offset} s ahead). Moves time forward for the whole installation, not this account only; due deadlines fire.`,
+    clockAmount: 'Amount',
+    clockUnit: 'Unit',
+    minutes: 'minutes',
+    hours: 'hours',
+    days: 'days',
+    clockWhole: 'must be a whole number from 1',
+    clockUnits: 'must be minutes, hours or days',
+    clockTooFar: 'at most 366 days per advance',
+    clockAdvanced: (amount: string, unit: string, now: string) => `Clock advanced ${amount} ${unit}: simulated now ${now}`,
   },
   {
     title: 'Sandbox',
@@ -91,6 +106,17 @@ const M = dictionary(
     applied: (id, decision) => `Pagamento ${id}: ${decision} aplicado`,
     noSuch: (id) => `Esta conta não tem a transação ${id}`,
     choose: 'Escolha liquidar, rejeitar ou devolver',
+    clockTitle: 'Avançar o relógio',
+    clockNow: (now, offset) => `Agora simulado: ${now} (${offset} s adiantado). Avança o tempo de toda a instalação, não só desta conta; os prazos vencidos disparam.`,
+    clockAmount: 'Quantidade',
+    clockUnit: 'Unidade',
+    minutes: 'minutos',
+    hours: 'horas',
+    days: 'dias',
+    clockWhole: 'deve ser um número inteiro a partir de 1',
+    clockUnits: 'deve ser minutos, horas ou dias',
+    clockTooFar: 'no máximo 366 dias por avanço',
+    clockAdvanced: (amount, unit, now) => `Relógio avançado ${amount} ${unit}: agora simulado ${now}`,
   },
 );
 
@@ -101,6 +127,7 @@ const M = dictionary(
 export function sandboxPages(app: FastifyInstance, portal: Portal, sim: SimulatedRail) {
   sandboxPanel(app, portal);
   sandboxActions(app, portal, sim);
+  clockAction(app, portal);
 }
 
 /** The panel: one form per simulation the key's permissions allow. */
@@ -122,6 +149,7 @@ ${form('inbound', m.inboundTitle, (st) => html`${field(st, { name: 'amount', lab
 ${form('pay', m.payTitle, (st) => field(st, { name: 'emv', label: m.emv, rows: 3, required: true }), m.pay)}
 ${form('infraction', m.infractionTitle, (st) => html`${field(st, { name: 'transaction', label: m.transaction, required: true })}${field(st, { name: 'amount', label: m.claimed, inputmode: 'decimal' })}`, m.open)}
 ${form('resolve', m.resolveTitle, (st) => html`${field(st, { name: 'infraction_id', label: m.infractionId, required: true })}${field(st, { name: 'decision', label: m.decision, options: [['accepted', m.accepted], ['rejected', m.rejected], ['cancelled', m.cancelled]] })}`, m.resolve)}
+${clockForm(portal, req, s)}
 ${form('payout', m.payoutTitle, (st) => html`${field(st, { name: 'transaction', label: m.payout, required: true })}${field(st, { name: 'decision', label: m.action, options: [['settle', m.settle], ['reject', m.reject], ['return', m.return]] })}${field(st, { name: 'amount', label: m.returnAmount, inputmode: 'decimal' })}`, m.apply)}
 </div>`;
     return page(reply, layout(req, m.title, body, '/portal/sandbox'));
@@ -192,5 +220,49 @@ function sandboxActions(app: FastifyInstance, portal: Portal, sim: SimulatedRail
       await decidePayout(ctx, sim, row.transaction_id, decision);
     }
     return { redirect: `/portal/transactions/${encodeURIComponent(row.transaction_id)}`, message: m.applied(row.transaction_id, decision) };
+  });
+}
+
+/** What the "Advance clock" form needs: a key that may create charges (the deadlines it plays against). */
+const CLOCK_PERMISSION = 'pix:write';
+const CLOCK_UNITS = { days: 86_400, hours: 3_600, minutes: 60 } as const;
+type ClockUnit = keyof typeof CLOCK_UNITS;
+
+/** The sandbox clock (docs/sandbox-clock.md): simulated now, and a form that moves it forward for the whole installation. */
+function clockForm(portal: Portal, req: FastifyRequest, s: PortalSession): Html {
+  const clock = portal.ctx.clock;
+  if (!(clock instanceof SandboxClock) || !can(s, CLOCK_PERMISSION)) return html``;
+  const m = M(req.i18n);
+  const st = formState(req, '/portal/sandbox/clock');
+  return html`<form class="stack card" method="post" action="/portal/sandbox/clock">${portal.csrfField(req)}<h2>${m.clockTitle}</h2>
+<p class="muted">${m.clockNow(formatsOf(req.i18n).dateTimeZone(clock.now()), String(clock.offsetSeconds()))}</p>
+${field(st, { name: 'amount', label: m.clockAmount, required: true, inputmode: 'numeric', pattern: '[0-9]+' })}${field(st, { name: 'unit', label: m.clockUnit, options: (Object.keys(CLOCK_UNITS) as ClockUnit[]).map((u) => [u, m[u]] as [string, string]) })}<button type="submit">${m.clockTitle}</button></form>`;
+}
+
+function clockAction(app: FastifyInstance, portal: Portal) {
+  const clock = portal.ctx.clock;
+  if (!(clock instanceof SandboxClock)) return;
+  app.post('/portal/sandbox/clock', async (req, reply) => {
+    const s = req.portal!;
+    if (!can(s, CLOCK_PERMISSION)) return portal.forbidden(req, reply, CLOCK_PERMISSION);
+    const m = M(req.i18n);
+    return portal.action(
+      req,
+      reply,
+      '/portal/sandbox',
+      async () => {
+        const f = req.body as Form;
+        const unitName = one(f, 'unit') as ClockUnit;
+        if (!Object.hasOwn(CLOCK_UNITS, unitName)) throw invalidFields({ unit: [m.clockUnits] });
+        const text = (one(f, 'amount') ?? '').trim();
+        const amount = /^\d{1,9}$/.test(text) ? Number(text) : 0;
+        if (amount < 1) throw invalidFields({ amount: [m.clockWhole] });
+        const parsed = advanceBody.safeParse({ seconds: amount * CLOCK_UNITS[unitName] });
+        if (!parsed.success) throw invalidFields({ amount: [m.clockTooFar] });
+        await advanceClock(portal.ctx, clock, parsed.data.seconds);
+        return m.clockAdvanced(String(amount), m[unitName], formatsOf(req.i18n).dateTimeZone(clock.now()));
+      },
+      { amount: m.clockAmount, unit: m.clockUnit },
+    );
   });
 }

@@ -85,7 +85,7 @@ ${message ? html`<div class="flash error" role="alert">${message}</div>` : ''}
     const form = (typeof req.body === 'object' && req.body ? req.body : {}) as Form;
     const id = one(form, 'client_id')?.trim() ?? '';
     const secret = one(form, 'client_secret') ?? '';
-    const result = await authenticate((id) => ctx.credentials.apiKey(ctx.db, id), ctx.clock, id && secret ? `ApiKey ${id}:${secret}` : undefined);
+    const result = await authenticate((id) => ctx.credentials.apiKey(ctx.db, id), ctx.wallClock, id && secret ? `ApiKey ${id}:${secret}` : undefined);
     const m = M(req.i18n);
     const typed = id.slice(0, 100);
     if (!('key' in result)) return page(reply, loginPage(req, m.wrong, typed), 401);

@@ -1,5 +1,5 @@
 import type { Sql } from '../../db/db.js';
-import { BackwardSteps, monotonicNow, systemClock } from '../../lib/clock.js';
+import { BackwardSteps, monotonicNow, runsInRealTime } from '../../lib/clock.js';
 import type { BackgroundWorker } from '../../lib/worker.js';
 import { DELIVERY_BATCH, DELIVERY_LEASE_MS, MAX_DELIVERY_BACKOFF_MS, type SimDelivery } from './delivery.js';
 import type { SimulatorOptions } from './options.js';
@@ -115,7 +115,7 @@ export class SimEngine {
   }
 
   private get safetyMs(): number {
-    const fallback = this.options.clock === systemClock ? SAFETY_POLL_MS : TEST_CLOCK_POLL_MS;
+    const fallback = runsInRealTime(this.options.clock) ? SAFETY_POLL_MS : TEST_CLOCK_POLL_MS;
     return Math.max(MIN_POLL_MS, this.options.pollMs ?? fallback);
   }
 
