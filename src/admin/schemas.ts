@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { PERMISSIONS } from '../auth/permissions.js';
-import { isValidDocument } from '../lib/documents.js';
+import { taxDocument } from '../lib/documentSchema.js';
 import { badRequest } from '../http/errors.js';
 import { cents, isoTimestamp } from '../http/validation.js';
 import { queryInt } from '../http/listParams.js';
@@ -10,7 +10,7 @@ const id = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
 
 export const createMerchant = z.strictObject({
   name: z.string().trim().min(1).max(200),
-  document: z.string().regex(/^(\d{11}|\d{14})$/, 'must be 11 (CPF) or 14 (CNPJ) digits').refine(isValidDocument, 'has invalid check digits'),
+  document: taxDocument({ canonical: true }),
 });
 
 /** Cash-out limits in cents: 0 (nothing allowed) up to R$ 10 billion. */

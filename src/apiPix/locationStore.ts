@@ -13,8 +13,9 @@ export interface LocationRow {
   txid: string | null;
 }
 
-const LOCATION_COLUMNS = `l.id::int AS id, l.account_id, l.tipo_cob, l.token, l.created_at, c.txid`;
-const LOCATION_FROM = 'api_pix_locations l LEFT JOIN api_pix_cobs c ON c.loc_id = l.id';
+// The linked charge is a cob's or a cobv's (src/apiPix/cobv/, migration 1110); a location holds at most one.
+const LOCATION_COLUMNS = `l.id::int AS id, l.account_id, l.tipo_cob, l.token, l.created_at, COALESCE(c.txid, v.txid) AS txid`;
+const LOCATION_FROM = 'api_pix_locations l LEFT JOIN api_pix_cobs c ON c.loc_id = l.id LEFT JOIN api_pix_cobvs v ON v.loc_id = l.id';
 
 export async function insertLocation(sql: Sql, accountId: number, tipoCob: TipoCob, token: string, now: Date): Promise<LocationRow> {
   const [row] = await sql.query<LocationRow>(
@@ -54,7 +55,7 @@ export interface LocationFilter {
 /** A page of the account's locations created in [from, to], oldest first, and how many match. */
 export async function listLocations(sql: Sql, f: LocationFilter): Promise<{ rows: LocationRow[]; total: number }> {
   const where = `l.account_id = $1 AND l.created_at >= $2 AND l.created_at <= $3
-    AND ($4::boolean IS NULL OR (c.txid IS NOT NULL) = $4) AND ($5::text IS NULL OR l.tipo_cob = $5)`;
+    AND ($4::boolean IS NULL OR (COALESCE(c.txid, v.txid) IS NOT NULL) = $4) AND ($5::text IS NULL OR l.tipo_cob = $5)`;
   const params = [f.accountId, f.from, f.to, f.txidPresent ?? null, f.tipoCob ?? null];
   const [count] = await sql.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${LOCATION_FROM} WHERE ${where}`, params);
   const rows = await sql.query<LocationRow>(`SELECT ${LOCATION_COLUMNS} FROM ${LOCATION_FROM} WHERE ${where} ORDER BY l.created_at, l.id OFFSET $6 LIMIT $7`, [...params, f.offset, f.limit]);

@@ -3,6 +3,7 @@ import type { Database } from '../db/db.js';
 import { DomainError } from '../errors/catalog.js';
 import type { Clock } from '../lib/clock.js';
 import * as cobStore from './cobStore.js';
+import * as cobvStore from './cobv/store.js';
 import * as store from './locationStore.js';
 import type { LocationRow, TipoCob } from './locationStore.js';
 
@@ -22,8 +23,12 @@ export interface LocationDeps {
 /** The path of a location under the host (`/qr/v2/<token>`), served by the payload read. */
 export const LOCATION_PATH = '/qr/v2/';
 
-export function locationUrl(host: string, token: string): string {
-  return `${host}${LOCATION_PATH}${token}`;
+/**
+ * A location's URL: `<host>/qr/v2/<token>` for a cob, `<host>/qr/v2/cobv/<token>` for a cobv (the
+ * standard reads a cobv's payload at `/cobv/{pixUrlAccessToken}`, with `DPP` and `codMun`).
+ */
+export function locationUrl(host: string, token: string, tipoCob: TipoCob = 'cob'): string {
+  return `${host}${LOCATION_PATH}${tipoCob === 'cobv' ? 'cobv/' : ''}${token}`;
 }
 
 export function newLocationToken(): string {
@@ -32,7 +37,7 @@ export function newLocationToken(): string {
 
 /** The token of a location URL (`host/qr/v2/<token>`, with or without a scheme), or null. */
 export function tokenOfLocationUrl(url: string): string | null {
-  const m = /^(?:https?:\/\/)?[^/]+\/qr\/v2\/([0-9a-f]{32})$/.exec(url);
+  const m = /^(?:https?:\/\/)?[^/]+\/qr\/v2\/(?:cobv\/)?([0-9a-f]{32})$/.exec(url);
   return m ? m[1]! : null;
 }
 
@@ -55,7 +60,10 @@ export async function unlinkLocation(deps: LocationDeps, accountId: number, id: 
   return deps.db.transaction(async (tx) => {
     const row = await store.lockLocation(tx, accountId, id);
     if (!row) throw new DomainError('not_found', { message: `Location ${id} não encontrada` });
-    if (row.txid !== null) await cobStore.unlinkLocation(tx, id, deps.clock.now());
+    if (row.txid !== null) {
+      await cobStore.unlinkLocation(tx, id, deps.clock.now());
+      await cobvStore.unlinkLocation(tx, id, deps.clock.now());
+    }
     return { ...row, txid: null };
   });
 }

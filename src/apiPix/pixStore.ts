@@ -5,7 +5,7 @@ import type { ReceivedRecord, ReturnRecord } from './pixViews.js';
  * SQL of the received Pix and their returns as API Pix reads them (tables of src/transactions and
  * src/pix, read only here) and of `api_pix_returns` (migration 1200), which this module owns.
  * A received Pix is a completed inbound PIX record (`pix_in`, or a paid charge `charge`) with an
- * end-to-end id; its txid and key are its charge's (the standard's `cob` when the charge is one,
+ * end-to-end id; its txid and key are its charge's (the standard's `cob` or `cobv` when the charge is one,
  * migration 1010), or the txid the payer's order carried.
  */
 
@@ -17,13 +17,14 @@ export interface ReceiverScope {
 
 const RECEIVED = `
   SELECT t.id, t.transaction_id, t.end_to_end_id, t.amount, t.completed_at, t.created_at, t.account_id,
-         COALESCE(s.txid, c.txid, t.metadata->>'txid') AS txid,
-         COALESCE(s.chave, c.pix_key) AS chave,
+         COALESCE(s.txid, v.txid, c.txid, t.metadata->>'txid') AS txid,
+         COALESCE(s.chave, v.chave, c.pix_key) AS chave,
          CASE WHEN t.kind = 'pix_in' AND t.description <> '' THEN t.description END AS info_pagador
     FROM transactions t
     JOIN accounts a ON a.id = t.account_id
     LEFT JOIN pix_charges c ON c.transaction_uuid = t.id
     LEFT JOIN api_pix_cobs s ON s.charge_id = t.id
+    LEFT JOIN api_pix_cobvs v ON v.charge_id = t.id
    WHERE t.kind IN ('pix_in', 'charge') AND t.direction = 'inbound' AND t.status = 1 AND t.end_to_end_id IS NOT NULL
      AND a.merchant_id = $1 AND ($2::bigint IS NULL OR t.account_id = $2)`;
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { isValidDocument } from '../lib/documents.js';
+import { taxDocument } from '../lib/documentSchema.js';
 import { UUID_V4 } from '../lib/ids.js';
 import { isCalendarDate, MAX_AMOUNT_CENTS } from './barcode.js';
 import { BOLETO_STATUSES } from './repository.js';
@@ -18,14 +18,8 @@ const name = z.string().trim().min(1).max(200);
 
 const ispb = z.string().regex(/^\d{8}$/, 'must be 8 digits');
 
-/** CPF or CNPJ, digits with or without the usual punctuation; stored as digits. */
-const document = z
-  .string()
-  .transform((s) => s.trim().replace(/[.\-/]/g, ''))
-  .superRefine((digits, ctx) => {
-    if (!/^(\d{11}|\d{14})$/.test(digits)) ctx.addIssue({ code: 'custom', message: 'must be a CPF (11 digits) or a CNPJ (14 digits)' });
-    else if (!isValidDocument(digits)) ctx.addIssue({ code: 'custom', message: 'has invalid check digits' });
-  });
+/** CPF or CNPJ (numeric or alphanumeric), with or without the usual punctuation; stored canonical. */
+const document = taxDocument();
 
 export const createBoleto = z.strictObject({
   boleto: z.strictObject({

@@ -93,17 +93,26 @@ export interface BrCodeInput {
   amountCents?: number;
   merchantName: string;
   merchantCity: string;
-  /** Up to 25 characters of A-Z a-z 0-9; omitted: "***". */
+  /**
+   * Static code: up to 25 characters of A-Z a-z 0-9; omitted: "***". A dynamic code (url) always
+   * carries "***": its txid travels in the payload the location serves.
+   */
   txid?: string;
   description?: string;
   /** Point of initiation: true = "12" (single use). */
   singleUse?: boolean;
 }
 
-/** Builds a BR Code payload with its CRC. */
+/**
+ * Builds a BR Code payload every bank reads: name and city without accents (NFD, combining marks
+ * removed) cut to 25 and 15 characters, amount with two decimals, the CRC as 4 upper-case hex digits.
+ */
 export function encodeBrCode(input: BrCodeInput): string {
   if ((input.key === undefined) === (input.url === undefined)) throw new BrCodeError('exactly one of key or url is required');
   if (input.txid !== undefined && !/^[A-Za-z0-9]{1,25}$/.test(input.txid)) throw new BrCodeError('txid must be 1 to 25 letters or digits');
+  if (input.txid !== undefined && input.url !== undefined) throw new BrCodeError('a dynamic BR Code (url) carries "***" as its txid');
+  // The location is written without its scheme: the payer's app adds https://.
+  const url = input.url?.replace(/^https:\/\//i, '');
   const name = sanitizeName(input.merchantName, 25);
   const city = sanitizeName(input.merchantCity, 15);
   if (!name || !city) throw new BrCodeError('merchant name and city are required');
@@ -111,7 +120,7 @@ export function encodeBrCode(input: BrCodeInput): string {
     tlv('00', PIX_GUI) +
     (input.key !== undefined ? tlv('01', input.key) : '') +
     (input.description ? tlv('02', input.description.slice(0, 40)) : '') +
-    (input.url !== undefined ? tlv('25', input.url) : '');
+    (url !== undefined ? tlv('25', url) : '');
   const payload =
     tlv('00', '01') +
     (input.singleUse ? tlv('01', '12') : '') +

@@ -13,6 +13,8 @@ import { feedApi, metricsApi, railApi, tefAdminApi, tefApi } from './more.api.js
 import { BusinessError, PermissionError, PipelineError, WorkedFalseError } from '../http/apiSchemas.js';
 import type { RouteSpec } from '../http/routeSpec.js';
 import { cobApi } from '../api/apiPix/cob.api.js';
+import { cobvApi } from '../api/apiPix/cobv.api.js';
+import { loteApi } from '../api/apiPix/lotecobv.api.js';
 import { locApi } from '../api/apiPix/loc.api.js';
 import { pixApi as apiPixPixApi } from '../api/apiPix/pix.routes.js';
 import { apiPixOpenApi } from '../api/apiPix/open.api.js';
@@ -189,11 +191,13 @@ export const apiPix: ApiGroup = {
   errorContentType: 'application/problem+json',
   tags: [
     { name: 'API Pix: cob', description: 'Charges paid at once (the standard’s `cob`), each a pixgate charge underneath' },
+    { name: 'API Pix: cobv', description: 'Due-date charges (the standard’s `cobv`), each a pixgate charge underneath whose amount depends on the payment date' },
+    { name: 'API Pix: lotecobv', description: 'Batches of due-date charges (the standard’s `lotecobv`)' },
     { name: 'API Pix: loc', description: 'Payload locations (the standard’s `loc`)' },
     { name: 'API Pix: Pix', description: 'Pix received (pixgate’s inbound records) and their returns (`devolucao`, pixgate refunds)' },
     { name: 'API Pix: Webhook', description: 'The standard’s webhooks per PIX key, delivered to `{webhookUrl}/pix` by pixgate’s webhook engine' },
   ],
-  routes: routesOf(cobApi, locApi, apiPixPixApi),
+  routes: routesOf(cobApi, cobvApi, loteApi, locApi, apiPixPixApi),
   headers: () => [],
   security: (route) => [{ ApiPixOAuth2: [String((route.config as { scope?: string } | undefined)?.scope ?? '')] }],
   commonErrors: () => ({

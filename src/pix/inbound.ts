@@ -74,6 +74,7 @@ export async function receiveInboundPayment(tx: Sql, ctx: TxDeps, p: InboundPaym
       payerBankName,
       paidAt: p.receivedAt,
       now,
+      amount: p.amount,
     });
     owned = { ...row, merchant_id: account.merchant_id };
   } else {

@@ -1,4 +1,4 @@
-import { isValidCnpj, isValidCpf } from '../lib/documents.js';
+import { normalizeCnpj, normalizeCpf } from '../lib/documents.js';
 import { UUID_V4 } from '../lib/ids.js';
 import { PIX_KEY_TYPES, type PixKeyType } from '../rail/rail.js';
 
@@ -16,20 +16,17 @@ const PHONE_SPELLING = /^\+?[\d\s().-]+$/;
 
 /**
  * A key in the directory's canonical form for its type, or null if it is not a valid key of that
- * type: CPF 11 digits and CNPJ 14 digits with valid check digits (punctuation removed), e-mail
+ * type: CPF 11 digits and CNPJ 14 characters (numeric or alphanumeric, letters upper-cased) with valid
+ * check digits (the usual punctuation removed; lib/documents.ts), e-mail
  * lower-cased (at most 77 characters), phone in E.164 (`+5511987654321`), EVP a lower-case UUID v4.
  */
 export function normalizePixKey(type: PixKeyType, raw: string): string | null {
   const key = raw.trim();
   switch (type) {
-    case 'cpf': {
-      const digits = key.replace(/[.\-]/g, '');
-      return /^\d{11}$/.test(digits) && isValidCpf(digits) ? digits : null;
-    }
-    case 'cnpj': {
-      const digits = key.replace(/[.\-/]/g, '');
-      return /^\d{14}$/.test(digits) && isValidCnpj(digits) ? digits : null;
-    }
+    case 'cpf':
+      return /\s/.test(key) ? null : normalizeCpf(key.replace(/[.\-]/g, ''));
+    case 'cnpj':
+      return /\s/.test(key) ? null : normalizeCnpj(key);
     case 'email':
       return key.length <= 77 && EMAIL.test(key) ? key.toLowerCase() : null;
     case 'phone':
@@ -68,6 +65,8 @@ export function detectPixKeyType(raw: string): KeyTypeDetection {
   const key = raw.trim();
   if (/^\d{11}$/.test(key)) return { ambiguous: true };
   if (/^\d{14}$/.test(key) || /^\d{2}\.\d{3}\.\d{3}\/\d{4}-\d{2}$/.test(key)) return { type: 'cnpj' };
+  // An alphanumeric CNPJ (July 2026): 12 letters or digits with at least one letter, 2 digits.
+  if (/^(?=.*[A-Za-z])[0-9A-Za-z]{12}\d{2}$/.test(key) || /^(?=.*[A-Za-z])[0-9A-Za-z]{2}\.[0-9A-Za-z]{3}\.[0-9A-Za-z]{3}\/[0-9A-Za-z]{4}-\d{2}$/.test(key)) return { type: 'cnpj' };
   if (/^\d{3}\.\d{3}\.\d{3}-\d{2}$/.test(key)) return { type: 'cpf' };
   if (key.includes('@')) return { type: 'email' };
   if (UUID_V4.test(key)) return { type: 'evp' };

@@ -2,6 +2,8 @@ import type { AppContext } from '../context.js';
 import { badRequest, conflict, unprocessable } from '../http/errors.js';
 import { BrCodeError, decodeBrCode, type DecodedBrCode } from '../lib/brcode.js';
 import { cobOfLocationToken } from '../apiPix/cobs.js';
+import { cobvOfLocationToken } from '../apiPix/cobv/cobvs.js';
+import { expectedAmount } from '../pix/cashin/charges.js';
 import { tokenOfLocationUrl } from '../apiPix/locations.js';
 import { isoZ } from '../lib/clock.js';
 import { centsToBaseUnits } from '../lib/money.js';
@@ -113,6 +115,15 @@ export async function payBrCode(ctx: AppContext, sim: SimulatedRail, input: PayB
 async function readLocation(ctx: AppContext, url: string) {
   const token = tokenOfLocationUrl(url);
   const cob = token === null ? undefined : await cobOfLocationToken(ctx, token);
+  if (!cob && token !== null) {
+    // A due-date charge (cobv): the amount the location shows is the amount due today.
+    const cobv = await cobvOfLocationToken(ctx, token);
+    if (cobv) {
+      if (cobv.status !== 'ATIVA') throw conflict(`The charge ${cobv.txid} is ${cobv.status}`);
+      const charge = (await charges.findCharge(ctx.db, cobv.charge_id))!;
+      return { key: charge.pix_key, txid: cobv.charge_txid, amountCents: expectedAmount(charge, ctx.clock.now()) / 100 };
+    }
+  }
   if (!cob) throw unprocessable('Invalid EMV payload: the location of this dynamic BR Code shows no charge of this institution');
   if (cob.status !== 'ATIVA') throw conflict(`The charge ${cob.txid} is ${cob.status}`);
   const charge = await charges.findCharge(ctx.db, cob.charge_id);

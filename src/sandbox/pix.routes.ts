@@ -3,8 +3,9 @@ import type { AppContext } from '../context.js';
 import { badRequest } from '../http/errors.js';
 import { parseOrThrow } from '../http/validation.js';
 import { mount } from '../http/routeSpec.js';
-import { dictKey, inbound, pay, returnBody, sandboxApi as api, transactionIdParam } from './sandbox.api.js';
-import { normalizePixKey } from '../pix/keys.js';
+import { dictKey, explain, inbound, pay, returnBody, sandboxApi as api, transactionIdParam } from './sandbox.api.js';
+import { explainBrCode } from '../lib/brcodeExplain.js';
+import { brCodeKey, normalizePixKey } from '../pix/keys.js';
 import { SimulatedRail } from '../rail/sim/simulatedRail.js';
 import { decidePayout, receiveInbound, returnPayout } from './actions.js';
 import { unwrap } from './outcome.js';
@@ -19,6 +20,12 @@ export async function pixSandboxRoutes(app: FastifyInstance, ctx: AppContext) {
   const sim = ctx.rail;
   if (!(sim instanceof SimulatedRail)) return;
 
+  mount(app, api.explainBrCode, async (req) => {
+    const body = parseOrThrow(explain, req.body);
+    return explainBrCode(body.emv, {
+      keyProblem: (key) => (brCodeKey(key) === null ? `field 26.01 "${key}" is not a valid PIX key (CPF, CNPJ, e-mail, +55 phone or random key)` : null),
+    });
+  });
   directoryRoutes(app, sim);
   payoutRoutes(app, ctx, sim);
   incomingRoutes(app, ctx, sim);

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { baseUnits, int, named } from '../http/apiSchemas.js';
 import { defineRoutes } from '../http/routeSpec.js';
 import { cents } from '../http/validation.js';
-import { isValidDocument } from '../lib/documents.js';
+import { taxDocument } from '../lib/documentSchema.js';
 import { END_TO_END_ID } from '../lib/ids.js';
 import { MedRecord } from '../api/med/med.api.js';
 import { PIX_KEY_TYPES } from '../pix/keys.js';
@@ -14,7 +14,7 @@ import { TransactionRecord } from '../api/transactions/transactions.api.js';
  * institutions, decisions on payouts, returns by receivers, incoming PIX, BR Code payments and MED.
  */
 const ispb = z.string().regex(/^\d{8}$/, 'must be 8 digits');
-const document = z.string().regex(/^(\d{11}|\d{14})$/, 'must be 11 (CPF) or 14 (CNPJ) digits').refine(isValidDocument, 'has invalid check digits');
+const document = taxDocument({ canonical: true });
 
 export const dictKey = z.strictObject({
   key: z.string().min(1).max(77),
@@ -43,6 +43,23 @@ export const pay = z.strictObject({
   payer_document: document.optional(),
   payer_ispb: ispb.optional(),
 });
+export const explain = z.strictObject({ emv: z.string().min(1).max(1024) });
+const Finding = z.object({
+  field: z.string().describe('EMV id path: `26.01`, `62.05`; `payload` for the whole'),
+  severity: z.enum(['error', 'interop']).describe('`error`: refused by every reader, pixgate too; `interop`: pixgate reads it, banks are known to refuse it'),
+  code: z.string(),
+  message: z.string(),
+});
+const Explanation = named(
+  'BrCodeExplanation',
+  z.object({
+    readable: z.boolean(),
+    interoperable: z.boolean(),
+    kind: z.enum(['static', 'dynamic']).nullable(),
+    fields: z.array(z.object({ id: z.string(), length: int, value: z.string() })),
+    findings: z.array(Finding),
+  }),
+);
 export const report = z.strictObject({
   end_to_end_id: z.string().trim().regex(END_TO_END_ID, 'must be an end-to-end id (E + ISPB + date + 11 characters)'),
   reason: z.string().trim().min(1).max(140).optional(),
@@ -131,6 +148,18 @@ export const sandboxApi = defineRoutes({
     responses: {
       201: { description: 'Credited', schema: z.object({ transaction_id: z.string(), end_to_end_id: z.string().nullable(), amount: baseUnits }) },
       422: { description: 'Refused back to the payer: the account cannot take the amount (`amount_too_large`, past its maximum balance); nothing credited' },
+    },
+  },
+  explainBrCode: {
+    method: 'POST',
+    path: '/pix/brcode/explain',
+    operationId: 'sandboxExplainBrCode',
+    tag,
+    summary: 'Why a BR Code would be refused, field by field (by pixgate, and by other banks’ readers)',
+    body: explain,
+    bodyExample: { emv: '00020126330014br.gov.bcb.pix0111529982247255204000053039865802BR5913Fulano de Tal6008BRASILIA62070503***6304ABCD' },
+    responses: {
+      200: { description: 'The fields read and every finding; `readable` false when pixgate (and every bank) refuses it', schema: Explanation },
     },
   },
   pay: {

@@ -261,6 +261,8 @@ export interface ChargePayment {
   payerBankName: string | null;
   paidAt: Date;
   now: Date;
+  /** The amount paid, base units (a due-date charge's differs from the amount it was opened with). */
+  amount: number;
 }
 
 /**
@@ -273,9 +275,9 @@ export async function completeChargeRecord(tx: Sql, transactionUuid: string, p: 
   const [row] = await tx.query<TransactionRow>(
     `UPDATE transactions SET status = $2, end_to_end_id = $3, fee_amount = $4, counterparty_name = $5,
         payer_document = $6, payer_ispb = $7, payer_bank_name = $8, created_at = $9, completed_at = $9,
-        updated_at = $10
+        updated_at = $10, amount = $11
       WHERE id = $1 RETURNING *`,
-    [transactionUuid, TX_STATUS.completed, p.endToEndId, p.feeAmount, p.payerName, p.payerDocument, p.payerIspb, p.payerBankName, p.paidAt, p.now],
+    [transactionUuid, TX_STATUS.completed, p.endToEndId, p.feeAmount, p.payerName, p.payerDocument, p.payerIspb, p.payerBankName, p.paidAt, p.now, p.amount],
   );
   if (!row) throw new Error(`charge record ${transactionUuid} disappeared`);
   return row;

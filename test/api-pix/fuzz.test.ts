@@ -21,6 +21,8 @@ const standard = apiPixStandard();
 const SERVED = ['/cob', '/cob/{txid}', '/loc', '/loc/{id}', '/loc/{id}/txid'];
 /** The received Pix, returns and webhooks, fuzzed in a run of their own (8 operations). */
 const SERVED_PIX = ['/pix', '/pix/{e2eid}', '/pix/{e2eid}/devolucao/{id}', '/webhook', '/webhook/{chave}'];
+/** The due-date charges and their batches, fuzzed in a run of their own (src/apiPix/cobv/, 8 operations). */
+const SERVED_COBV = ['/cobv', '/cobv/{txid}', '/lotecobv', '/lotecobv/{id}'];
 const EXAMPLES = process.env.FUZZ_OPENAPI_EXAMPLES ?? '25';
 const freePort = () =>
   new Promise<number>((resolve, reject) => {
@@ -74,5 +76,11 @@ describe.skipIf(!standard || !python).each(BACKENDS)(`the standard-driven fuzz o
     expect(result.operations).toBe(8);
     // Valid queries reached the business logic (lists of Pix and of webhooks answered 200).
     expect(result.statuses['200'] ?? 0).toBeGreaterThan(10);
+  }, 600_000);
+
+  it('no 5xx and no answer outside the standard: cobv and lotecobv', async () => {
+    const result = await run(SERVED_COBV, 'cobv');
+    expect(result.operations).toBe(8);
+    expect((result.statuses['200'] ?? 0) + (result.statuses['201'] ?? 0) + (result.statuses['202'] ?? 0)).toBeGreaterThan(0);
   }, 600_000);
 });

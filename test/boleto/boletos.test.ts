@@ -188,10 +188,10 @@ describe.each(BACKENDS)('boleto central API on %s', (backend) => {
 
     it('400 for payer documents of the wrong length or check digits; CNPJ with punctuation is accepted', async () => {
       for (const [doc, message] of [
-        ['1234567890', 'must be a CPF (11 digits) or a CNPJ (14 digits)'],
+        ['1234567890', 'must be a CPF (11 digits) or a CNPJ (14 characters: 12 digits or upper-case letters and 2 check digits)'],
         ['111.111.111-11', 'has invalid check digits'],
         ['11.222.333/0001-80', 'has invalid check digits'],
-        ['abc', 'must be a CPF (11 digits) or a CNPJ (14 digits)'],
+        ['abc', 'must be a CPF (11 digits) or a CNPJ (14 characters: 12 digits or upper-case letters and 2 check digits)'],
       ]) {
         const res = await client.call('POST', '/boletos', { boleto: boletoInput(clock, { payer_document: doc }) });
         expect([doc, res.body.error?.details.fields]).toEqual([doc, { 'boleto.payer_document': [message] }]);

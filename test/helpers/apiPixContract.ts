@@ -12,6 +12,11 @@ import { apiPixStandard } from './apiPixStandard.js';
  * Tolerances, each one a known gap of the standard's document (docs/api-pix.md, "Deviations"):
  *  - patterns written as JavaScript literals (`/^\d{11}$/`) are read without their slashes;
  *  - the lists' items require `idCob`, a property the standard defines nowhere: not required;
+ *  - `DadosRecebedor` requires `logradouro`, `cidade`, `uf`, `cep` on the charge object itself, beside
+ *    `recebedor` (whose own schema requires them): read as the requirement of `recebedor` only;
+ *  - the fixed-date branch of `CobVValor.desconto`'s `oneOf` requires nothing, so a discount of
+ *    modality 3–6 (`valorPerc`) matches both branches and no such discount could be valid: that
+ *    branch requires its `descontoDataFixa`;
  *  - 401 is not listed by any operation (authentication belongs to OAuth2): allowed with a body
  *    that is a problem (the `Problema` schema);
  *  - 400 is named by the standard's text for the reads (`CobConsultaInvalida`: a list's query, a
@@ -46,6 +51,14 @@ function fixPatterns(node: unknown): unknown {
   return out;
 }
 
+/** The two gaps of the cobv schemas (see the tolerances above). */
+function fixKnownGaps(d: Json): void {
+  const schemas = d.components?.schemas ?? {};
+  if (schemas.DadosRecebedor) delete schemas.DadosRecebedor.required;
+  const branches = schemas.CobVValor?.properties?.desconto?.oneOf;
+  if (Array.isArray(branches) && branches[0] && branches[0].required === undefined) branches[0].required = ['descontoDataFixa'];
+}
+
 /** The document's evident slips in the schemas of answers (listed in the header), corrected. */
 function fixDefects(d: Json): Json {
   const schemas = d.components?.schemas as Json | undefined;
@@ -75,6 +88,7 @@ function doc(): Json | undefined {
   if (!standard) return undefined;
   if (!ajv) {
     fixed = fixDefects(fixPatterns(standard.doc) as Json);
+    fixKnownGaps(fixed);
     ajv = new Ajv({ strict: false, allErrors: true, validateFormats: false });
     ajv.addSchema(fixed, DOC_ID);
   }
@@ -128,12 +142,15 @@ function deref(d: Json, node: Json | undefined): Json | undefined {
 /** The standard's path of a façade route: `/api/pix/v2/cob/:txid` → `/cob/{txid}`. */
 export function standardPath(routeUrl: string): string | undefined {
   if (routeUrl === PAYLOAD_ROUTE) return '/{pixUrlAccessToken}';
+  if (routeUrl === COBV_PAYLOAD_ROUTE) return '/cobv/{pixUrlAccessToken}';
   if (!routeUrl.startsWith('/api/pix/v2/')) return undefined;
   return routeUrl.slice('/api/pix/v2'.length).replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 }
 
 /** The Fastify route of the payload-location read (the standard's `GET /{pixUrlAccessToken}`). */
 export const PAYLOAD_ROUTE = '/qr/v2/:pixUrlAccessToken';
+/** The route of a cobv's payload read (the standard's `GET /cobv/{pixUrlAccessToken}`). */
+export const COBV_PAYLOAD_ROUTE = '/qr/v2/cobv/:pixUrlAccessToken';
 
 function problemCheck(out: string[], where: string, payload: unknown): void {
   const body = parseJson(payload);

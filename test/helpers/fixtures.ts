@@ -39,3 +39,12 @@ export async function eventually<T>(probe: () => Promise<T | undefined>, timeout
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+/** A valid alphanumeric CNPJ (12 characters of 0-9A-Z with at least one letter, 2 check digits), different on each call. */
+export function validAlphanumericCnpj(): string {
+  counter++;
+  const alphabet = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ';
+  let base = String.fromCharCode(65 + (counter % 26));
+  for (let i = 1; i < 12; i++) base += alphabet[Math.floor(Math.random() * alphabet.length)];
+  return base + cnpjCheckDigits(base);
+}

@@ -241,6 +241,171 @@ export interface Schemas {
     }>;
     [extra: string]: unknown;
   };
+  ApiPixCobvList200: {
+    parametros: {
+      [extra: string]: unknown;
+    };
+    cobs: Array<Schemas["ApiPixCobvPut201"]>;
+    [extra: string]: unknown;
+  };
+  ApiPixCobvPatchRequest: {
+    calendario?: {
+      dataDeVencimento?: string;
+      validadeAposVencimento?: number;
+      [extra: string]: unknown;
+    };
+    devedor?: {
+      cpf: string;
+      nome: string;
+      email?: string;
+      logradouro?: string;
+      cidade?: string;
+      uf?: string;
+      cep?: string;
+      [extra: string]: unknown;
+    } | {
+      cnpj: string;
+      nome: string;
+      email?: string;
+      logradouro?: string;
+      cidade?: string;
+      uf?: string;
+      cep?: string;
+      [extra: string]: unknown;
+    };
+    loc?: {
+      id: number;
+      [extra: string]: unknown;
+    };
+    status?: "REMOVIDA_PELO_USUARIO_RECEBEDOR";
+    valor?: {
+      original?: string;
+      multa?: {
+        modalidade: number;
+        valorPerc: string;
+        [extra: string]: unknown;
+      };
+      juros?: {
+        modalidade: number;
+        valorPerc: string;
+        [extra: string]: unknown;
+      };
+      abatimento?: {
+        modalidade: number;
+        valorPerc: string;
+        [extra: string]: unknown;
+      };
+      desconto?: {
+        modalidade: number;
+        descontoDataFixa?: Array<{
+          data: string;
+          valorPerc: string;
+          [extra: string]: unknown;
+        }>;
+        valorPerc?: string;
+        [extra: string]: unknown;
+      };
+      [extra: string]: unknown;
+    };
+    chave?: string;
+    solicitacaoPagador?: string;
+    infoAdicionais?: Array<{
+      nome: string;
+      valor: string;
+      [extra: string]: unknown;
+    }>;
+    [extra: string]: unknown;
+  };
+  ApiPixCobvPut201: {
+    calendario: {
+      dataDeVencimento: string;
+      validadeAposVencimento: number;
+      [extra: string]: unknown;
+    };
+    txid: string;
+    revisao: number;
+    status: "ATIVA" | "CONCLUIDA" | "REMOVIDA_PELO_USUARIO_RECEBEDOR" | "REMOVIDA_PELO_PSP";
+    valor: {
+      original: string;
+      [extra: string]: unknown;
+    };
+    chave: string;
+    [extra: string]: unknown;
+  };
+  ApiPixCobvPut400: {
+    type: string;
+    title: string;
+    status: number;
+    detail?: string;
+    [extra: string]: unknown;
+  };
+  ApiPixCobvPutRequest: {
+    calendario: {
+      dataDeVencimento: string;
+      validadeAposVencimento?: number;
+      [extra: string]: unknown;
+    };
+    devedor: {
+      cpf: string;
+      nome: string;
+      email?: string;
+      logradouro?: string;
+      cidade?: string;
+      uf?: string;
+      cep?: string;
+      [extra: string]: unknown;
+    } | {
+      cnpj: string;
+      nome: string;
+      email?: string;
+      logradouro?: string;
+      cidade?: string;
+      uf?: string;
+      cep?: string;
+      [extra: string]: unknown;
+    };
+    loc?: {
+      id: number;
+      [extra: string]: unknown;
+    };
+    valor: {
+      original: string;
+      multa?: {
+        modalidade: number;
+        valorPerc: string;
+        [extra: string]: unknown;
+      };
+      juros?: {
+        modalidade: number;
+        valorPerc: string;
+        [extra: string]: unknown;
+      };
+      abatimento?: {
+        modalidade: number;
+        valorPerc: string;
+        [extra: string]: unknown;
+      };
+      desconto?: {
+        modalidade: number;
+        descontoDataFixa?: Array<{
+          data: string;
+          valorPerc: string;
+          [extra: string]: unknown;
+        }>;
+        valorPerc?: string;
+        [extra: string]: unknown;
+      };
+      [extra: string]: unknown;
+    };
+    chave: string;
+    solicitacaoPagador?: string;
+    infoAdicionais?: Array<{
+      nome: string;
+      valor: string;
+      [extra: string]: unknown;
+    }>;
+    [extra: string]: unknown;
+  };
   ApiPixJwks200: {
     keys: Array<{
       kty: string;
@@ -265,6 +430,176 @@ export interface Schemas {
   };
   ApiPixLocPostRequest: {
     tipoCob: "cob" | "cobv";
+    [extra: string]: unknown;
+  };
+  ApiPixLoteCobvGet200: {
+    id: number;
+    descricao: string;
+    criacao: string;
+    cobsv: Array<{
+      txid: string;
+      status: string;
+      [extra: string]: unknown;
+    }>;
+    [extra: string]: unknown;
+  };
+  ApiPixLoteCobvList200: {
+    parametros: {
+      [extra: string]: unknown;
+    };
+    lotes: Array<Schemas["ApiPixLoteCobvGet200"]>;
+    [extra: string]: unknown;
+  };
+  ApiPixLoteCobvPatchRequest: {
+    descricao?: string;
+    cobsv: Array<{
+      calendario?: {
+        dataDeVencimento?: string;
+        validadeAposVencimento?: number;
+        [extra: string]: unknown;
+      };
+      devedor?: {
+        cpf: string;
+        nome: string;
+        email?: string;
+        logradouro?: string;
+        cidade?: string;
+        uf?: string;
+        cep?: string;
+        [extra: string]: unknown;
+      } | {
+        cnpj: string;
+        nome: string;
+        email?: string;
+        logradouro?: string;
+        cidade?: string;
+        uf?: string;
+        cep?: string;
+        [extra: string]: unknown;
+      };
+      loc?: {
+        id: number;
+        [extra: string]: unknown;
+      };
+      status?: "REMOVIDA_PELO_USUARIO_RECEBEDOR";
+      valor?: {
+        original?: string;
+        multa?: {
+          modalidade: number;
+          valorPerc: string;
+          [extra: string]: unknown;
+        };
+        juros?: {
+          modalidade: number;
+          valorPerc: string;
+          [extra: string]: unknown;
+        };
+        abatimento?: {
+          modalidade: number;
+          valorPerc: string;
+          [extra: string]: unknown;
+        };
+        desconto?: {
+          modalidade: number;
+          descontoDataFixa?: Array<{
+            data: string;
+            valorPerc: string;
+            [extra: string]: unknown;
+          }>;
+          valorPerc?: string;
+          [extra: string]: unknown;
+        };
+        [extra: string]: unknown;
+      };
+      chave?: string;
+      solicitacaoPagador?: string;
+      infoAdicionais?: Array<{
+        nome: string;
+        valor: string;
+        [extra: string]: unknown;
+      }>;
+      txid: string;
+      [extra: string]: unknown;
+    }>;
+    [extra: string]: unknown;
+  };
+  ApiPixLoteCobvPut400: {
+    type: string;
+    title: string;
+    status: number;
+    detail?: string;
+    [extra: string]: unknown;
+  };
+  ApiPixLoteCobvPutRequest: {
+    descricao: string;
+    cobsv: Array<{
+      calendario: {
+        dataDeVencimento: string;
+        validadeAposVencimento?: number;
+        [extra: string]: unknown;
+      };
+      devedor: {
+        cpf: string;
+        nome: string;
+        email?: string;
+        logradouro?: string;
+        cidade?: string;
+        uf?: string;
+        cep?: string;
+        [extra: string]: unknown;
+      } | {
+        cnpj: string;
+        nome: string;
+        email?: string;
+        logradouro?: string;
+        cidade?: string;
+        uf?: string;
+        cep?: string;
+        [extra: string]: unknown;
+      };
+      loc?: {
+        id: number;
+        [extra: string]: unknown;
+      };
+      valor: {
+        original: string;
+        multa?: {
+          modalidade: number;
+          valorPerc: string;
+          [extra: string]: unknown;
+        };
+        juros?: {
+          modalidade: number;
+          valorPerc: string;
+          [extra: string]: unknown;
+        };
+        abatimento?: {
+          modalidade: number;
+          valorPerc: string;
+          [extra: string]: unknown;
+        };
+        desconto?: {
+          modalidade: number;
+          descontoDataFixa?: Array<{
+            data: string;
+            valorPerc: string;
+            [extra: string]: unknown;
+          }>;
+          valorPerc?: string;
+          [extra: string]: unknown;
+        };
+        [extra: string]: unknown;
+      };
+      chave: string;
+      solicitacaoPagador?: string;
+      infoAdicionais?: Array<{
+        nome: string;
+        valor: string;
+        [extra: string]: unknown;
+      }>;
+      txid: string;
+      [extra: string]: unknown;
+    }>;
     [extra: string]: unknown;
   };
   ApiPixProblem: {
@@ -368,6 +703,24 @@ export interface Schemas {
     meta: {
       request_id: string;
     };
+  };
+  BrCodeExplanation: {
+    readable: boolean;
+    interoperable: boolean;
+    kind: "static" | "dynamic" | null;
+    fields: Array<{
+      id: string;
+      length: number;
+      value: string;
+    }>;
+    findings: Array<{
+      /** EMV id path: `26.01`, `62.05`; `payload` for the whole */
+      field: string;
+      /** `error`: refused by every reader, pixgate too; `interop`: pixgate reads it, banks are known to refuse it */
+      severity: "error" | "interop";
+      code: string;
+      message: string;
+    }>;
   };
   BusinessError: {
     worked?: false;
@@ -817,6 +1170,9 @@ export interface Schemas {
     bank_name: string | null;
     behavior: "settle" | "reject" | "hold" | "timeout";
     fraud_flagged: boolean;
+  };
+  SandboxExplainBrCodeRequest: {
+    emv: string;
   };
   SandboxInboundPix201: {
     transaction_id: string;

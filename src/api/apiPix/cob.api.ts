@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { COB_STATUSES } from '../../apiPix/cobStore.js';
 import { DECIMAL_AMOUNT } from '../../apiPix/amount.js';
+import { pixCnpj, pixCpf } from './documentFields.js';
 import { booleanText, listQueryShape } from './listQuery.js';
 import { ApiPixProblem, pixRoute } from './spec.js';
 
@@ -14,8 +15,8 @@ const decimal = z.string().regex(DECIMAL_AMOUNT, 'deve ser um valor decimal com 
 export const txidParam = z.object({ txid: z.string().regex(/^[A-Za-z0-9]{26,35}$/, 'deve ter de 26 a 35 letras ou dígitos') });
 
 const devedor = z.union([
-  z.object({ cpf: z.string().regex(/^\d{11}$/, 'deve ter 11 dígitos'), nome: z.string().min(1).max(200) }),
-  z.object({ cnpj: z.string().regex(/^[0-9A-Z]{14}$/, 'deve ter 14 dígitos ou letras maiúsculas'), nome: z.string().min(1).max(200) }),
+  z.object({ cpf: pixCpf, nome: z.string().min(1).max(200) }),
+  z.object({ cnpj: pixCnpj, nome: z.string().min(1).max(200) }),
 ]);
 const calendario = z.object({ expiracao: z.number().int().min(1, 'deve ser maior que zero').max(2_147_483_647).optional() });
 const infoAdicionais = z.array(z.object({ nome: z.string().max(50), valor: z.string().max(200) })).max(50);

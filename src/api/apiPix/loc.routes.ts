@@ -22,7 +22,7 @@ export async function locRoutes(app: FastifyInstance, ctx: AppContext) {
   mount(app, locApi.create, async (req, reply) => {
     const { tipoCob } = parseFields(locBody, jsonObjectBody(req.body));
     const loc = await createLocation(ctx, pixCaller(req).accountId, tipoCob);
-    return reply.code(201).header('location', locationUrl(host, loc.token)).send(locationView(host, loc, false));
+    return reply.code(201).header('location', locationUrl(host, loc.token, loc.tipo_cob)).send(locationView(host, loc, false));
   });
 
   mount(app, locApi.get, async (req) => locationView(host, await getLocation(ctx, pixCaller(req).accountId, locId(req))));

@@ -52,4 +52,20 @@ export const apiPixOpenApi = defineRoutes({
       503: { description: 'Serviço indisponível', schema: ApiPixProblem, contentType: 'application/problem+json' },
     },
   },
+  cobvPayload: {
+    method: 'GET',
+    path: '/qr/v2/cobv/:pixUrlAccessToken',
+    operationId: 'apiPixCobvPayload',
+    summary: 'O payload da cobrança com vencimento de uma location (JWS), com o valor devido em DPP',
+    description: 'Unauthenticated, as the standard’s `GET /cobv/{pixUrlAccessToken}`: a compact JWS (RS256) of the due-date charge with `valor.final` the amount due on `DPP` (default today, Brasília). `codMun` is read, not used.',
+    tag: 'API Pix: payload',
+    params: z.object({ pixUrlAccessToken: z.string() }),
+    query: z.object({ codMun: z.string().regex(/^\d{7}$/).optional(), DPP: z.string().optional() }),
+    responses: {
+      200: { description: 'The JWS', contentType: 'application/jose' },
+      400: { description: 'CobPayloadOperacaoInvalida: codMun or DPP malformed, DPP before today or after the last payable day', schema: ApiPixProblem, contentType: 'application/problem+json' },
+      404: { description: 'CobPayloadNaoEncontrado: no ATIVA cobv at this location', schema: ApiPixProblem, contentType: 'application/problem+json' },
+      503: { description: 'Serviço indisponível', schema: ApiPixProblem, contentType: 'application/problem+json' },
+    },
+  },
 });

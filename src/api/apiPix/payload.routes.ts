@@ -6,6 +6,7 @@ import { DomainError } from '../../errors/catalog.js';
 import { isoZ } from '../../lib/clock.js';
 import { installationSigner } from '../../apiPix/signingKey.js';
 import type { JwsSigner } from '../../lib/jws.js';
+import { cobvPayloadRoutes } from './cobvPayload.routes.js';
 
 /**
  * The standard's unauthenticated payload read (`GET /{pixUrlAccessToken}`), at the path of
@@ -47,6 +48,8 @@ export function apiPixPayloadRoutes(ctx: AppContext) {
         return reply.type('application/jose').header('cache-control', 'no-store').send((await jws()).sign(body, { typ: 'JOSE' }));
       },
     );
+    // A cobv's payload read, signed by the same key (src/api/apiPix/cobvPayload.routes.ts).
+    await cobvPayloadRoutes(app, ctx, jws);
     app.get('/api/pix/jwks.json', async (_req, reply) => reply.header('cache-control', 'public, max-age=300').send((await jws()).jwks()));
   };
 }

@@ -4,6 +4,8 @@ import { pixProblem } from '../../http/apiPixProblems.js';
 import { malformedUrlMessage } from '../../http/errorHandler.js';
 import { installBearerPipeline } from './bearer.js';
 import { cobRoutes } from './cob.routes.js';
+import { cobvRoutes } from './cobv.routes.js';
+import { loteCobvRoutes } from './lotecobv.routes.js';
 import { locRoutes } from './loc.routes.js';
 import { oauthRoutes } from './oauth.routes.js';
 import { pixRoutes } from './pix.routes.js';
@@ -19,6 +21,8 @@ export const API_PIX_PREFIX = '/api/pix/v2';
 export type PixRouteGroup = (app: FastifyInstance, ctx: AppContext) => Promise<void> | void;
 const V2_GROUPS: PixRouteGroup[] = [
   cobRoutes,
+  cobvRoutes, // /cobv
+  loteCobvRoutes, // /lotecobv
   locRoutes,
   pixRoutes, // /pix, /pix/{e2eid}/devolucao/{id}, /webhook
 ];

@@ -11,7 +11,7 @@ export function locationView(host: string, loc: LocationRow, withTxid = true) {
   return {
     id: loc.id,
     ...(withTxid && loc.txid !== null ? { txid: loc.txid } : {}),
-    location: locationUrl(host, loc.token),
+    location: locationUrl(host, loc.token, loc.tipo_cob),
     tipoCob: loc.tipo_cob,
     criacao: isoZ(loc.created_at)!,
   };

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { baseUnits, CashOutError, int, named, timestamp } from '../../http/apiSchemas.js';
 import { defineRoutes } from '../../http/routeSpec.js';
-import { isValidDocument } from '../../lib/documents.js';
+import { taxDocument } from '../../lib/documentSchema.js';
 import { MAX_AMOUNT_CENTS } from '../../lib/money.js';
 import { CHARGE } from '../../pix/cashin/charges.js';
 import { CHARGE_STATUSES } from '../../pix/cashin/repository.js';
@@ -111,11 +111,8 @@ const OwnKeys = named(
   }),
 );
 
-/** CPF or CNPJ, digits with or without the usual punctuation; kept as digits. */
-const document = z
-  .string()
-  .transform((s) => s.trim().replace(/[.\-/\s]/g, ''))
-  .refine(isValidDocument, 'must be a valid CPF (11 digits) or CNPJ (14 digits)');
+/** CPF or CNPJ (numeric or alphanumeric), with or without the usual punctuation; kept canonical. */
+const document = taxDocument({ invalidMessage: 'must be a valid CPF (11 digits) or CNPJ (14 characters)' });
 
 /** Optional fields accept null as "not sent". */
 const optional = <T extends z.ZodType>(schema: T) => schema.nullish().transform((v) => v ?? undefined);

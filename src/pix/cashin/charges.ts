@@ -7,6 +7,8 @@ import { DomainError } from '../../errors/catalog.js';
 import { encodeBrCode, sanitizeName } from '../../lib/brcode.js';
 import { isoZ, runsInRealTime, type Clock } from '../../lib/clock.js';
 import { CLOCK_CHANNEL } from '../../lib/sandboxClock.js';
+import { brasiliaDate } from '../../lib/businessDays.js';
+import { amountDue } from '../../apiPix/cobv/amountDue.js';
 import { newTransactionId, randomAlnum, TX_PREFIX } from '../../lib/ids.js';
 import { centsToBaseUnits } from '../../lib/money.js';
 import { periodicWorker } from '../../lib/periodic.js';
@@ -167,6 +169,7 @@ async function writeCharge(
     paid_at: null,
     expired_at: null,
     cancelled_at: null,
+    due_terms: null,
   };
   await repo.insertCharge(tx, {
     transactionUuid: charge.id,
@@ -377,7 +380,8 @@ export type ChargeMatch =
  * pays a charge. The charge row stays locked until that transaction ends, so a payment and the
  * expiry worker never both win. A payment pays a charge when it carries the charge's txid (BR Code
  * field 62-05), arrives for the charge's account (the key it was sent to is the account's), before
- * the deadline (`at < expires_at`), for exactly the charge's amount, and the charge is still
+ * the deadline (`at < expires_at`), for exactly the charge's amount (a due-date charge's: the amount
+ * due on the payment's date in Brasília, src/apiPix/cobv/amountDue.ts), and the charge is still
  * `created`. Anything else is `matched: false` and is credited as a plain inbound PIX
  * (docs/cash-in.md, "Paying a charge").
  */
@@ -391,6 +395,12 @@ export async function matchInboundPayment(
   if (charge.account_id !== payment.accountId) return { matched: false, reason: 'other_account', charge: null };
   if (charge.status !== 'created') return { matched: false, reason: charge.status, charge };
   if (payment.at.getTime() >= charge.expires_at.getTime()) return { matched: false, reason: 'expired', charge };
-  if (payment.amount !== charge.amount) return { matched: false, reason: 'amount_mismatch', charge };
+  if (payment.amount !== expectedAmount(charge, payment.at)) return { matched: false, reason: 'amount_mismatch', charge };
   return { matched: true, charge };
+}
+
+/** What a payment at `at` must bring to pay `charge`, in base units (a due-date charge's depends on the day). */
+export function expectedAmount(charge: ChargeRow, at: Date): number {
+  if (charge.due_terms === null) return charge.amount;
+  return centsToBaseUnits(amountDue(charge.due_terms.value, charge.due_terms.calendar, brasiliaDate(at)).finalCents);
 }

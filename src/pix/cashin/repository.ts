@@ -1,3 +1,4 @@
+import type { DueTerms } from '../../apiPix/cobv/amountDue.js';
 import type { Sql } from '../../db/db.js';
 import { failRecords } from '../../transactions/records.js';
 import type { PixKeyType } from '../keys.js';
@@ -30,11 +31,13 @@ export interface ChargeRow {
   paid_at: Date | null;
   expired_at: Date | null;
   cancelled_at: Date | null;
+  /** A due-date charge's terms (the API Pix façade's cobv): the amount depends on the payment date. */
+  due_terms: DueTerms | null;
 }
 
 const CHARGE_COLUMNS = `t.id, t.transaction_id, t.account_id, a.merchant_id, t.amount, t.description, t.tag, t.external_id,
   t.request_fingerprint, c.txid, c.pix_key, c.pix_key_type, c.brcode, c.status, c.payer_name,
-  c.payer_document, c.created_at, c.expires_at, c.paid_at, c.expired_at, c.cancelled_at`;
+  c.payer_document, c.created_at, c.expires_at, c.paid_at, c.expired_at, c.cancelled_at, c.due_terms`;
 const CHARGE_FROM = 'pix_charges c JOIN transactions t ON t.id = c.transaction_uuid JOIN accounts a ON a.id = t.account_id';
 
 export interface NewCharge {
@@ -178,3 +181,8 @@ export async function findChargeByTxid(sql: Sql, txid: string): Promise<ChargeRo
 }
 
 
+
+/** Makes an open charge a due-date charge (migration 1110): what it asks depends on the payment date. */
+export async function setDueTerms(tx: Sql, transactionUuid: string, terms: DueTerms): Promise<void> {
+  await tx.query('UPDATE pix_charges SET due_terms = $2 WHERE transaction_uuid = $1', [transactionUuid, JSON.stringify(terms)]);
+}
