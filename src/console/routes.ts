@@ -4,7 +4,7 @@ import { checkOperatorPassword, checkOperatorTotp, countOperators, createOperato
 import { constantTimeEqual } from '../auth/secrets.js';
 import type { AppContext } from '../context.js';
 import { resolveClientIp } from '../http/clientIp.js';
-import { FORM_LIMIT_BYTES, one, parseForm, type Form } from '../portal/formBody.js';
+import { FORM_LIMIT_BYTES, one, parseForm, postsAForm, type Form } from '../portal/formBody.js';
 import { html, PORTAL_CSS } from '../portal/html.js';
 import { sameOrigin } from '../portal/routes.js';
 import { auditedWrite } from './audit.js';
@@ -76,6 +76,9 @@ function guard(app: FastifyInstance, kit: ConsoleKit) {
     const t = CM(localeOfRequest(req));
     if (req.method === 'POST' && !sameOrigin(req.headers.origin, req.headers.host)) {
       return page(reply, layout(req, t.refused, html`<p data-testid="refused">${t.crossSite}</p>`), 403);
+    }
+    if (req.method === 'POST' && !postsAForm(req.headers['content-type'], req.body)) {
+      return page(reply, layout(req, t.refused, html`<p data-testid="refused">${t.notAForm}</p>`), 415);
     }
     if (PUBLIC.has(path)) return;
     const s = await loadConsoleSession(ctx, req);

@@ -32,3 +32,11 @@ export const opt = (f: Form, name: string): string | undefined => {
   const v = one(f, name)?.trim();
   return v ? v : undefined;
 };
+
+/**
+ * Whether a POST to a portal or console page carries a form: browsers post forms as
+ * application/x-www-form-urlencoded; any other body (JSON, a bare `null`, text) is refused with
+ * 415 before a page reads it.
+ */
+export const postsAForm = (contentType: string | undefined, body: unknown): boolean =>
+  (contentType ?? '').split(';')[0]!.trim().toLowerCase() === 'application/x-www-form-urlencoded' || (contentType === undefined && body === undefined);

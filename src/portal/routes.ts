@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
 import { simulator } from '../sandbox/actions.js';
-import { FORM_LIMIT_BYTES, one, parseForm, type Form } from './formBody.js';
+import { FORM_LIMIT_BYTES, one, parseForm, postsAForm, type Form } from './formBody.js';
 import { html, PORTAL_CSS } from './html.js';
 import { portalKit, type Portal } from './kit.js';
 import { balancePage } from './pages/balance.js';
@@ -121,6 +121,9 @@ function guardPages(app: FastifyInstance, portal: Portal) {
     const path = req.url.split('?')[0]!;
     if (req.method === 'POST' && !sameOrigin(req.headers.origin, req.headers.host)) {
       return page(reply, layout(req, common(req.i18n).refused, html`<p>${common(req.i18n).crossSite}</p>`), 403);
+    }
+    if (req.method === 'POST' && !postsAForm(req.headers['content-type'], req.body)) {
+      return page(reply, layout(req, common(req.i18n).refused, html`<p>${common(req.i18n).notAForm}</p>`), 415);
     }
     if (PUBLIC_PATHS.has(path) || path.startsWith('/portal/assets/') || path.startsWith('/portal/invite/')) return;
     const loaded = await loadSession(ctx, req, portal.clientIp(req));
