@@ -13,13 +13,13 @@ import { newTotpSecret, verifyTotp } from './totp.js';
 export const OPERATOR_ROLES = ['owner', 'operations', 'support', 'compliance'] as const;
 export type OperatorRole = (typeof OPERATOR_ROLES)[number];
 
-export const CONSOLE_CAPABILITIES = ['read', 'deposit', 'limits', 'med:act', 'webhooks:act', 'audit:read', 'operators:manage', 'rail:simulate'] as const;
+export const CONSOLE_CAPABILITIES = ['read', 'deposit', 'limits', 'keys', 'med:act', 'webhooks:act', 'audit:read', 'operators:manage', 'rail:simulate'] as const;
 export type ConsoleCapability = (typeof CONSOLE_CAPABILITIES)[number];
 
 /** docs/console.md "Roles": the one table the console checks. */
 export const OPERATOR_CAPABILITIES: Readonly<Record<OperatorRole, readonly ConsoleCapability[]>> = {
-  owner: ['read', 'deposit', 'limits', 'med:act', 'webhooks:act', 'audit:read', 'operators:manage', 'rail:simulate'],
-  operations: ['read', 'deposit', 'limits', 'med:act', 'webhooks:act', 'rail:simulate'],
+  owner: ['read', 'deposit', 'limits', 'keys', 'med:act', 'webhooks:act', 'audit:read', 'operators:manage', 'rail:simulate'],
+  operations: ['read', 'deposit', 'limits', 'keys', 'med:act', 'webhooks:act', 'rail:simulate'],
   support: ['read', 'webhooks:act'],
   compliance: ['read', 'audit:read'],
 };

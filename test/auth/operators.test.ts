@@ -12,13 +12,15 @@ const PASSWORD = 'uma senha bem comprida';
 
 describe('console roles (docs/console.md)', () => {
   it('gives each role the table of capabilities', () => {
-    expect(OPERATOR_CAPABILITIES.owner).toEqual(['read', 'deposit', 'limits', 'med:act', 'webhooks:act', 'audit:read', 'operators:manage', 'rail:simulate']);
+    expect(OPERATOR_CAPABILITIES.owner).toEqual(['read', 'deposit', 'limits', 'keys', 'med:act', 'webhooks:act', 'audit:read', 'operators:manage', 'rail:simulate']);
     expect(operatorMay('operations', 'rail:simulate')).toBe(true);
     for (const role of ['support', 'compliance'] as const) expect(operatorMay(role, 'rail:simulate')).toBe(false);
     expect(operatorMay('support', 'med:act')).toBe(false);
     expect(operatorMay('compliance', 'med:act')).toBe(false);
     expect(operatorMay('support', 'limits')).toBe(false);
     expect(operatorMay('compliance', 'limits')).toBe(false);
+    expect(operatorMay('operations', 'keys')).toBe(true);
+    for (const role of ['support', 'compliance'] as const) expect(operatorMay(role, 'keys')).toBe(false);
     expect(operatorMay('operations', 'deposit')).toBe(true);
     expect(operatorMay('operations', 'audit:read')).toBe(false);
     expect(operatorMay('support', 'deposit')).toBe(false);

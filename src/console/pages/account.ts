@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
+import { revokeKey } from '../../auth/keyLifecycle.js';
+import { resolveClientIp } from '../../http/clientIp.js';
 import { operatorMay } from '../../auth/operators.js';
 import type { AccountPatch } from '../../merchants/repository.js';
 import * as merchants from '../../merchants/service.js';
@@ -36,6 +38,7 @@ export function accountPages(app: FastifyInstance, kit: ConsoleKit) {
     const limit = (cents: number | null) => (cents === null ? t.noLimit : formatCents(cents));
     const mayDeposit = operatorMay(req.console!.operator.role, 'deposit');
     const mayLimits = operatorMay(req.console!.operator.role, 'limits');
+    const mayKeys = operatorMay(req.console!.operator.role, 'keys');
     const body = html`<p class="muted">${t.merchant} ${head.merchant_id} · ${t.document} ${head.document} · ${t.merchantL} ${head.merchant_status} · ${t.account} ${account.status}</p>
 <div class="grid">
 <div class="card"><div class="label">${t.available}</div><div class="figure" data-testid="available">${brl(balances.available)}</div></div>
@@ -65,8 +68,15 @@ ${
 <button type="submit">${t.credit}</button><p class="muted">${t.once}</p></form>`
     : ''
 }
-<h2>${t.apiKeys}</h2><div class="scroll"><table><thead><tr><th>${t.clientId}</th><th>${t.permissions}</th><th>${t.active}</th><th>${t.lastUse}</th></tr></thead><tbody>
-${apiKeys.map((k) => html`<tr><td class="mono">${k.client_id}</td><td>${k.permissions.join(', ')}</td><td>${k.active ? t.yes : t.revoked}</td><td>${k.last_used_at ? html`${at(k.last_used_at)} · ${k.last_used_ip}` : t.never}</td></tr>`)}</tbody></table></div>
+<h2>${t.apiKeys}</h2><div class="scroll"><table><thead><tr><th>${t.clientId}</th><th>${t.permissions}</th><th>${t.active}</th><th>${t.lastUse}</th>${mayKeys ? html`<th></th>` : ''}</tr></thead><tbody>
+${apiKeys.map(
+  (k) =>
+    html`<tr><td class="mono">${k.client_id}</td><td>${k.permissions.join(', ')}</td><td>${k.active ? t.yes : t.revoked}</td><td>${k.last_used_at ? html`${at(k.last_used_at)} · ${k.last_used_ip}` : t.never}</td>${
+      mayKeys
+        ? html`<td>${k.active ? html`<form method="post" action="/console/accounts/${id}/keys/revoke">${csrf(req)}<input type="hidden" name="client_id" value="${k.client_id}"><button type="submit" data-revoke="${k.client_id}">${t.revoke}</button></form>` : ''}</td>`
+        : ''
+    }</tr>`,
+)}</tbody></table></div>
 <h2>${t.pixKeys}</h2><p>${pixKeys.length ? pixKeys.map((k) => html`<span class="badge">${k.type}</span> <span class="mono">${k.key}</span> `) : t.none}</p>
 <h2>Webhooks</h2>${webhookTable(req, kit, hooks)}
 <h2>${t.recent}</h2><div class="scroll"><table data-testid="recent"><thead><tr><th>${t.when}</th><th>${t.transaction}</th><th>${t.kind}</th><th>${t.status}</th><th class="num">${t.amount}</th><th>${t.description}</th></tr></thead><tbody>
@@ -102,6 +112,28 @@ ${pager(req, at0, more, `/console/accounts/${id}/transactions.csv`)}`;
     try {
       await auditedWrite(ctx, req, `operator:${req.console!.operator.username}`, { account_id: id, ...patch }, () => merchants.updateAccount(ctx.db, id, patch));
       return flashAndBack(req, reply, 'ok', t.changed, back);
+    } catch (err) {
+      return flashAndBack(req, reply, 'error', refusalText(err, L), back);
+    }
+  });
+
+  // Revoking an API key: at once in every process (the key's secret and any previous one in its
+  // grace); the merchant gets api_key.revoked. Revoking a revoked key changes nothing.
+  app.post<{ Params: { id: string } }>('/console/accounts/:id/keys/revoke', async (req, reply) => {
+    if (!allow(req, reply, 'keys')) return reply;
+    const back = `/console/accounts/${encodeURIComponent(req.params.id)}`;
+    const id = /^\d{1,15}$/.test(req.params.id) ? Number(req.params.id) : NaN;
+    const clientId = (one(req.body as Form, 'client_id') ?? '').trim();
+    const { L } = lang(req);
+    const t = M(L);
+    const head = Number.isFinite(id) ? await accountHead(ctx.db, id) : undefined;
+    if (!head || clientId === '' || clientId.length > 100) return flashAndBack(req, reply, 'error', t.nothing, back);
+    const who = `operator:${req.console!.operator.username}`;
+    try {
+      await auditedWrite(ctx, req, who, { account_id: id, client_id: clientId }, () =>
+        revokeKey(ctx, { type: 'operator', id: `console:${req.console!.operator.username}`, ip: resolveClientIp(req.socket.remoteAddress ?? '', req.headers['x-forwarded-for'], ctx.config.trustedProxies) }, head.merchant_id, clientId),
+      );
+      return flashAndBack(req, reply, 'ok', t.keyRevoked(clientId), back);
     } catch (err) {
       return flashAndBack(req, reply, 'error', refusalText(err, L), back);
     }
@@ -154,6 +186,7 @@ const M = dictionary(
     typeReais: (field: string) => `${field}: type reais, as 1.234,56.`,
     replayed: (id: string, amount: string) => `This form was sent before: the deposit ${id} was credited once (${amount}).`,
     credited: (id: string, amount: string) => `Deposit ${id} of ${amount} credited.`,
+    revoke: 'Revoke', keyRevoked: (clientId: string) => `API key ${clientId} revoked: every process refuses it now.`,
   },
   {
     notFound: 'Conta não encontrada', noAccount: 'Não há a conta', noLimit: 'sem limite', merchant: 'Comerciante', document: 'documento', merchantL: 'comerciante',
@@ -170,5 +203,6 @@ const M = dictionary(
     typeReais: (field: string) => `${field}: digite reais, como 1.234,56.`,
     replayed: (id: string, amount: string) => `Este formulário já foi enviado: o depósito ${id} foi creditado uma vez (${amount}).`,
     credited: (id: string, amount: string) => `Depósito ${id} de ${amount} creditado.`,
+    revoke: 'Revogar', keyRevoked: (clientId: string) => `Chave de API ${clientId} revogada: todos os processos a recusam agora.`,
   },
 );
