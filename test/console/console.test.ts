@@ -267,6 +267,23 @@ describe.skipIf(!haveChromium)('operator console in chromium', () => {
     expect(row).toEqual({ actor: 'operator:alice', status: 200 });
   });
 
+  it("shows the rail simulator's state and controls, and the pages in pt-BR (screenshots)", async () => {
+    await page.goto(`${s.url}/console/simulator`);
+    expect(await page.getByTestId('sim-state').isVisible()).toBe(true);
+    expect(Number(await page.getByTestId('sim-keys').textContent())).toBeGreaterThanOrEqual(0);
+    await noXss(page);
+    await shot(page, 'simulator');
+    await page.goto(`${s.url}/console/language?to=pt-BR&next=/console/accounts/${a.accountId}`);
+    expect(await page.locator('html').getAttribute('lang')).toBe('pt-BR');
+    expect(await page.locator('main').textContent()).toContain('Disponível');
+    await shot(page, 'account-pt-BR');
+    await page.goto(`${s.url}/console/simulator`);
+    expect(await page.locator('h1').first().textContent()).toContain('Simulador do SPI');
+    await shot(page, 'simulator-pt-BR');
+    await page.goto(`${s.url}/console/language?to=en&next=/console`);
+    expect(await page.locator('html').getAttribute('lang')).toBe('en');
+  });
+
   it('refuses a post without the CSRF token and one from another origin', async () => {
     const fields = { amount: '10', reason: 'x', idempotency_id: '00000000-0000-4000-8000-000000000001' };
     const noToken = await owner.request.post(`${s.url}/console/accounts/${a.accountId}/deposit`, { form: fields, headers: { origin: s.url, 'accept-language': 'en-US' }, maxRedirects: 0 });
