@@ -82,6 +82,19 @@ describe('OpenAPI document', () => {
       req.end();
     });
     expect(status).toBe(431);
+    // Under the API Pix façade, the same refusal is an RFC 7807 problem.
+    const pix = await new Promise<{ status: number; type: string; body: string }>((resolve, reject) => {
+      const req = request(`${server.url}/api/pix/v2/pix/${'x'.repeat(20_000)}`, (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode!, type: String(res.headers['content-type']), body }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(pix.status).toBe(431);
+    expect(pix.type).toContain('application/problem+json');
+    expect(JSON.parse(pix.body)).toMatchObject({ type: 'https://pix.bcb.gov.br/api/v2/error/RequisicaoInvalida', status: 431, detail: 'Request headers are too large' });
     for (const [path, ops] of Object.entries(doc.paths)) for (const [m, op] of Object.entries(ops)) expect(Object.keys(op.responses), `${m} ${path}`).toContain('431');
   });
 

@@ -6,7 +6,7 @@ import { BOUND_CONSTRAINTS } from '../ledger/ledger.js';
 import { OverloadedError } from '../lib/batcher.js';
 import { AmountTooLargeError } from '../lib/money.js';
 import { RailTimeoutError } from '../rail/rail.js';
-import { toPixProblem, type PixProblems } from './apiPixProblems.js';
+import { PROBLEM_CONTENT_TYPE, pixProblem, toPixProblem, type PixProblems } from './apiPixProblems.js';
 import { asHttpError, type ErrorShape } from './errorMap.js';
 import { badRequest, businessError, HttpError, internalError, serviceUnavailable } from './errors.js';
 
@@ -150,8 +150,12 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
   }
   const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
   const message = status === 431 ? 'Request headers are too large' : status === 408 ? 'Request timed out' : 'Malformed HTTP request';
-  const body = JSON.stringify(businessError(status, status === 400 ? 'bad_request' : status === 431 ? 'headers_too_large' : 'request_timeout', message).body);
-  socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-  );
+  // The API Pix façade answers RFC 7807 problems: its request line, when the parser got that far,
+  // is in the bytes it refused (rawPacket).
+  const line = ((error as { rawPacket?: Buffer }).rawPacket ?? Buffer.alloc(0)).subarray(0, 64).toString('latin1');
+  const pix = /^[A-Z]{3,7} \/api\/pix[/? ]/.test(line);
+  const answer = pix ? pixProblem(status, 'RequisicaoInvalida', message) : undefined;
+  const body = JSON.stringify(answer ? answer.body : businessError(status, status === 400 ? 'bad_request' : status === 431 ? 'headers_too_large' : 'request_timeout', message).body);
+  const type = pix ? PROBLEM_CONTENT_TYPE : 'application/json; charset=utf-8';
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: ${type}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
 }

@@ -267,6 +267,11 @@ async function send(agent: Agent, origin: string, r: FuzzRequest): Promise<Outco
     } catch {
       return { status, problem: `431 body is not JSON: ${where}` };
     }
+    // The API Pix façade answers RFC 7807 problems, there too.
+    if (path === '/api/pix' || path.startsWith('/api/pix/')) {
+      const p = body as { type?: unknown; status?: unknown };
+      return { status, problem: typeof p.type === 'string' && p.status === 431 && String(res.headers['content-type']).startsWith('application/problem+json') ? null : `431 is not a problem: ${where}` };
+    }
     const problem = errorShapeProblem('admin', status, body);
     return { status, problem: problem ? `${problem}: ${where}` : null };
   }
