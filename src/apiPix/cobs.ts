@@ -1,16 +1,15 @@
 import { sqlState, UNIQUE_VIOLATION, type Sql } from '../db/db.js';
-import { DomainError, invalidFields, type FieldMap } from '../errors/catalog.js';
+import { DomainError } from '../errors/catalog.js';
 import { encodeBrCode } from '../lib/brcode.js';
 import { randomAlnum } from '../lib/ids.js';
 import { findMerchant } from '../merchants/repository.js';
 import { cancelChargeInTx, CHARGE, openChargeInTx } from '../pix/cashin/charges.js';
 import { findCharge } from '../pix/cashin/repository.js';
-import { brCodeKey, normalizePixKey } from '../pix/keys.js';
-import { listOwnKeys, type PixKeyRow } from '../pix/ownKeys.js';
+import type { PixKeyRow } from '../pix/ownKeys.js';
+import { activeKey, linkableLocation, refused, TXID } from './chargeParts.js';
 import * as store from './cobStore.js';
 import type { CobRequestFields, CobRow, CobState } from './cobStore.js';
-import { locationUrl, newLocationToken, type LocationDeps } from './locations.js';
-import * as locations from './locationStore.js';
+import { locationUrl, type LocationDeps } from './locations.js';
 import { findById } from '../transactions/records.js';
 
 /**
@@ -57,30 +56,9 @@ export const COB = {
   pspTxidLength: 32,
 } as const;
 
-const TXID = /^[A-Za-z0-9]{26,35}$/;
 
-function refused(field: string, message: string): DomainError {
-  return invalidFields({ [field]: [message] } as FieldMap);
-}
 
-/** The account's active key that `chave` names (any of the standard's forms), or a 400 on `chave`. */
-async function activeKey(sql: Sql, accountId: number, chave: string): Promise<PixKeyRow> {
-  const parsed = brCodeKey(chave);
-  const keys = (await listOwnKeys(sql, accountId)).filter((k) => k.status === 'active');
-  const match = keys.find((k) => k.key === chave || (parsed !== null && k.type === parsed.type && k.key === parsed.key) || normalizePixKey(k.type, chave) === k.key);
-  if (!match) throw refused('chave', 'não é uma chave Pix ativa da conta deste recebedor');
-  return match;
-}
 
-/** The location a charge will be linked to: the one named (free, of type cob, of this account), or a new one. */
-async function linkableLocation(tx: Sql, accountId: number, locId: number | undefined, ownCobTxid: string | null, now: Date): Promise<locations.LocationRow> {
-  if (locId === undefined) return locations.insertLocation(tx, accountId, 'cob', newLocationToken(), now);
-  const loc = await locations.lockLocation(tx, accountId, locId);
-  if (!loc) throw refused('loc.id', 'a location referenciada não existe');
-  if (loc.tipo_cob !== 'cob') throw refused('loc.id', 'a location referenciada é do tipo cobv (deveria ser cob)');
-  if (loc.txid !== null && loc.txid !== ownCobTxid) throw refused('loc.id', 'a location referenciada já está sendo utilizada por outra cobrança');
-  return loc;
-}
 
 function dynamicBrCode(host: string, token: string, amountCents: number, modalidade: number, merchantName: string): string {
   return encodeBrCode({
@@ -148,7 +126,7 @@ export async function createCob(deps: CobDeps, owner: CobOwner, txid: string | u
   try {
     await deps.db.transaction(async (tx) => {
       const now = deps.clock.now();
-      const loc = await linkableLocation(tx, owner.accountId, input.locId, null, now);
+      const loc = await linkableLocation(tx, owner.accountId, 'cob', input.locId, null, now);
       const charge = await openUnderlying(tx, owner, key, input, merchantName, now, new Date(now.getTime() + input.expiracao * 1000));
       const doc = documentOf(input.request);
       await store.insertCob(tx, {
@@ -227,7 +205,7 @@ export async function reviseCob(deps: CobDeps, owner: CobOwner, txid: string, pa
     let locId = row.loc_id;
     let locToken = row.loc_token;
     if (patch.locId !== undefined && patch.locId !== row.loc_id) {
-      const loc = await linkableLocation(tx, owner.accountId, patch.locId, txid, now);
+      const loc = await linkableLocation(tx, owner.accountId, 'cob', patch.locId, txid, now);
       locId = loc.id;
       locToken = loc.token;
     }

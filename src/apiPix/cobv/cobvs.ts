@@ -1,14 +1,13 @@
 import { sqlState, UNIQUE_VIOLATION, type Sql } from '../../db/db.js';
-import { DomainError, invalidFields, type FieldMap } from '../../errors/catalog.js';
+import { DomainError, invalidFields } from '../../errors/catalog.js';
 import { encodeBrCode } from '../../lib/brcode.js';
 import { addDays, brasiliaDate, dayNumber } from '../../lib/businessDays.js';
 import { findMerchant } from '../../merchants/repository.js';
 import { cancelChargeInTx, CHARGE, openChargeInTx } from '../../pix/cashin/charges.js';
 import { findCharge, setDueTerms } from '../../pix/cashin/repository.js';
-import { brCodeKey, normalizePixKey } from '../../pix/keys.js';
-import { listOwnKeys, type PixKeyRow } from '../../pix/ownKeys.js';
-import { locationUrl, newLocationToken, type LocationDeps } from '../locations.js';
-import * as locations from '../locationStore.js';
+import type { PixKeyRow } from '../../pix/ownKeys.js';
+import { activeKey, linkableLocation, refused, TXID } from '../chargeParts.js';
+import { locationUrl, type LocationDeps } from '../locations.js';
 import { payableWindow } from './amountDue.js';
 import { cobvViolations, MAX_DAYS_AFTER_DUE } from './rules.js';
 import * as loteStore from './loteStore.js';
@@ -32,32 +31,11 @@ export interface CobvOwner {
   accountId: number;
 }
 
-const TXID = /^[A-Za-z0-9]{26,35}$/;
 /** Brasília midnight is 03:00 UTC. */
 const BRASILIA_MIDNIGHT_UTC_MS = 3 * 3_600_000;
 
-function refused(field: string, message: string): DomainError {
-  return invalidFields({ [field]: [message] } as FieldMap);
-}
 
-/** The account's active key that `chave` names (any of the standard's forms), or a 400 on `chave`. */
-async function activeKey(sql: Sql, accountId: number, chave: string): Promise<PixKeyRow> {
-  const parsed = brCodeKey(chave);
-  const keys = (await listOwnKeys(sql, accountId)).filter((k) => k.status === 'active');
-  const match = keys.find((k) => k.key === chave || (parsed !== null && k.type === parsed.type && k.key === parsed.key) || normalizePixKey(k.type, chave) === k.key);
-  if (!match) throw refused('chave', 'não é uma chave Pix ativa da conta deste recebedor');
-  return match;
-}
 
-/** The location a cobv will be linked to: the one named (free, of type cobv, of this account), or a new one. */
-async function linkableLocation(tx: Sql, accountId: number, locId: number | undefined, ownTxid: string | null, now: Date): Promise<locations.LocationRow> {
-  if (locId === undefined) return locations.insertLocation(tx, accountId, 'cobv', newLocationToken(), now);
-  const loc = await locations.lockLocation(tx, accountId, locId);
-  if (!loc) throw refused('loc.id', 'a location referenciada não existe');
-  if (loc.tipo_cob !== 'cobv') throw refused('loc.id', 'a location referenciada é do tipo cob (deveria ser cobv)');
-  if (loc.txid !== null && loc.txid !== ownTxid) throw refused('loc.id', 'a location referenciada já está sendo utilizada por outra cobrança');
-  return loc;
-}
 
 /** A cobv's BR Code: dynamic, no amount (it depends on the payment date; the payload gives it). */
 function dynamicBrCode(host: string, token: string, merchantName: string): string {
@@ -140,7 +118,7 @@ export async function putCobv(deps: CobvDeps, owner: CobvOwner, txid: string, c:
   const merchantName = (await findMerchant(deps.db, owner.merchantId))?.name ?? '';
   try {
     await deps.db.transaction(async (tx) => {
-      const loc = await linkableLocation(tx, owner.accountId, c.locId, null, now);
+      const loc = await linkableLocation(tx, owner.accountId, 'cobv', c.locId, null, now);
       const charge = await openUnderlying(tx, owner, key, c, merchantName, now);
       const id = await store.insertCobv(tx, owner.accountId, txid, writeOf(c, charge.id, loc.id, dynamicBrCode(deps.config.apiPixLocationHost, loc.token, merchantName), loteId), now);
       if (id === null) throw refused('txid', 'já está em uso por outra cobrança');
@@ -211,7 +189,7 @@ export async function reviseCobv(deps: CobvDeps, owner: CobvOwner, txid: string,
     let locId = row.loc_id;
     let locToken = row.loc_token;
     if (next.locId !== undefined && next.locId !== row.loc_id) {
-      const loc = await linkableLocation(tx, owner.accountId, next.locId, txid, now);
+      const loc = await linkableLocation(tx, owner.accountId, 'cobv', next.locId, txid, now);
       locId = loc.id;
       locToken = loc.token;
     }
