@@ -93,6 +93,14 @@ describe('OpenAPI document', () => {
       req.end();
     });
     expect(pix.status).toBe(431);
+    // A malformed URL under the payload reads (/qr/v2/…) names no location: the façade's 404
+    // problem, as is an unknown path there (found by the OpenAPI fuzzer: it was a business 400).
+    for (const [url, want] of [[`/qr/v2/cobv/x%00y?DPP=2026-01-01`, 404], ['/qr/v2/cobv/a/b/c', 404]] as const) {
+      const res = await fetch(`${server.url}${url}`);
+      expect(res.status, url).toBe(want);
+      expect(res.headers.get('content-type'), url).toContain('application/problem+json');
+      expect(await res.json(), url).toMatchObject({ status: want, type: expect.stringMatching(/^https:\/\/pix\.bcb\.gov\.br\/api\/v2\/error\//) });
+    }
     expect(pix.type).toContain('application/problem+json');
     expect(JSON.parse(pix.body)).toMatchObject({ type: 'https://pix.bcb.gov.br/api/v2/error/RequisicaoInvalida', status: 431, detail: 'Request headers are too large' });
     for (const [path, ops] of Object.entries(doc.paths)) for (const [m, op] of Object.entries(ops)) expect(Object.keys(op.responses), `${m} ${path}`).toContain('431');

@@ -76,7 +76,7 @@ export function errorShapeOf(request: FastifyRequest): ErrorShape {
 const MALFORMED_URL = Symbol('pixgate.malformedUrl');
 
 /** The URL prefixes of the APIs, each with its own pipeline and error shapes. */
-export const API_PREFIXES = ['/api/external', '/api/v1/central', '/api/admin', '/api/sandbox', '/api/pix/v2', '/api/pix'] as const;
+export const API_PREFIXES = ['/api/external', '/api/v1/central', '/api/admin', '/api/sandbox', '/api/pix/v2', '/api/pix', '/qr/v2'] as const;
 
 /** Longest path segment the router accepts (ids, keys and tags are far shorter). */
 export const MAX_PATH_SEGMENT_LENGTH = 1000;
@@ -126,6 +126,11 @@ export function malformedUrlMessage(req: FastifyRequest): string | null {
 /** The not-found handler of the APIs answering in the business shape (shape 4). */
 export function notFoundHandler(req: FastifyRequest, reply: FastifyReply) {
   const malformed = malformedUrlMessage(req);
+  // The API Pix payload reads (/qr/v2/…) are the façade's: RFC 7807 problems there too.
+  if (req.url.startsWith('/qr/v2/')) {
+    const answer = malformed !== null ? pixProblem(400, 'RequisicaoInvalida', malformed) : pixProblem(404, 'NaoEncontrado', 'Recurso não encontrado');
+    return reply.code(answer.statusCode).headers(answer.headers).send(answer.body);
+  }
   if (malformed !== null) return reply.code(400).send(badRequest(malformed).body);
   return reply.code(404).send({ errors: { not_found: 'route not found' } });
 }
