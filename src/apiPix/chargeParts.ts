@@ -38,3 +38,16 @@ export async function linkableLocation(tx: Sql, accountId: number, tipo: 'cob' |
   if (loc.txid !== null && loc.txid !== ownTxid) throw refused('loc.id', 'a location referenciada já está sendo utilizada por outra cobrança');
   return loc;
 }
+
+/** The object without its undefined fields (what a PATCH left out). */
+export function dropUndefined<T extends object>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+}
+
+/** A charge's state now, or as revision `revisao` left it; a 400 on `revisao` for one it never had. */
+export function stateAtRevision<S extends { revisao: number }>(row: { revisao: number; revisions: S[] }, now: S, revisao: number | undefined): S {
+  if (revisao === undefined || revisao === row.revisao) return now;
+  const earlier = row.revisions.find((r) => r.revisao === revisao);
+  if (!earlier) throw refused('revisao', `a cobrança não tem a revisão ${revisao} (a atual é ${row.revisao})`);
+  return earlier;
+}

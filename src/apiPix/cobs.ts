@@ -6,7 +6,7 @@ import { findMerchant } from '../merchants/repository.js';
 import { cancelChargeInTx, CHARGE, openChargeInTx } from '../pix/cashin/charges.js';
 import { findCharge } from '../pix/cashin/repository.js';
 import type { PixKeyRow } from '../pix/ownKeys.js';
-import { activeKey, linkableLocation, refused, TXID } from './chargeParts.js';
+import { activeKey, dropUndefined, linkableLocation, refused, stateAtRevision, TXID } from './chargeParts.js';
 import * as store from './cobStore.js';
 import type { CobRequestFields, CobRow, CobState } from './cobStore.js';
 import { locationUrl, type LocationDeps } from './locations.js';
@@ -257,18 +257,11 @@ function updateOf(row: CobRow, request: CobRequestFields) {
   };
 }
 
-function dropUndefined<T extends object>(o: T): T {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
-}
-
 /** GET /cob/{txid}: the charge now, or as revision `revisao` left it (400 for one it never had). */
 export async function getCob(deps: CobDeps, accountId: number, txid: string, revisao?: number): Promise<{ row: CobRow; state: CobState }> {
   const row = await store.findCob(deps.db, accountId, txid);
   if (!row) throw new DomainError('not_found', { message: `Cobrança ${txid} não encontrada` });
-  if (revisao === undefined || revisao === row.revisao) return { row, state: stateOf(row) };
-  const earlier = row.revisions.find((r) => r.revisao === revisao);
-  if (!earlier) throw refused('revisao', `a cobrança não tem a revisão ${revisao} (a atual é ${row.revisao})`);
-  return { row, state: earlier };
+  return { row, state: stateAtRevision(row, stateOf(row), revisao) };
 }
 
 export async function listCobs(deps: CobDeps, filter: store.CobFilter) {

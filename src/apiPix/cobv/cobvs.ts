@@ -6,7 +6,7 @@ import { findMerchant } from '../../merchants/repository.js';
 import { cancelChargeInTx, CHARGE, openChargeInTx } from '../../pix/cashin/charges.js';
 import { findCharge, setDueTerms } from '../../pix/cashin/repository.js';
 import type { PixKeyRow } from '../../pix/ownKeys.js';
-import { activeKey, linkableLocation, refused, TXID } from '../chargeParts.js';
+import { activeKey, dropUndefined, linkableLocation, refused, stateAtRevision, TXID } from '../chargeParts.js';
 import { locationUrl, type LocationDeps } from '../locations.js';
 import { payableWindow } from './amountDue.js';
 import { cobvViolations, MAX_DAYS_AFTER_DUE } from './rules.js';
@@ -213,18 +213,11 @@ export async function reviseCobv(deps: CobvDeps, owner: CobvOwner, txid: string,
   return (await store.findCobv(deps.db, owner.accountId, txid))!;
 }
 
-function dropUndefined<T extends object>(o: T): T {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
-}
-
 /** GET /cobv/{txid}: the cobv now, or as revision `revisao` left it (400 for one it never had). */
 export async function getCobv(deps: CobvDeps, accountId: number, txid: string, revisao?: number): Promise<{ row: CobvRow; state: CobvState }> {
   const row = await store.findCobv(deps.db, accountId, txid);
   if (!row) throw new DomainError('not_found', { message: `Cobrança ${txid} não encontrada` });
-  if (revisao === undefined || revisao === row.revisao) return { row, state: stateOf(row) };
-  const earlier = row.revisions.find((r) => r.revisao === revisao);
-  if (!earlier) throw refused('revisao', `a cobrança não tem a revisão ${revisao} (a atual é ${row.revisao})`);
-  return { row, state: earlier };
+  return { row, state: stateAtRevision(row, stateOf(row), revisao) };
 }
 
 export async function listCobvs(deps: CobvDeps, filter: store.CobvFilter) {
